@@ -1,0 +1,29 @@
+"""autosave: save everything a game or simulation holds, load it back exactly and safely.
+
+    @autosave.save_root
+    class World: ...
+
+    data = autosave.dumps(world)
+    world = autosave.loads(data)
+"""
+
+from .errors import (
+    CorruptLogError,
+    FormatError,
+    IncompatibleSaveError,
+    LoadError,
+    SaveError,
+    UntrustedTypeError,
+)
+from .files import dumps, load, loads, save
+from .registry import allow, asset, assets, save_root, saveable, upgrade
+from .schema import transient
+
+__all__ = [
+    "save_root", "saveable", "transient", "upgrade", "asset", "assets", "allow",
+    "dumps", "loads", "save", "load",
+    "SaveError", "LoadError", "FormatError", "UntrustedTypeError",
+    "IncompatibleSaveError", "CorruptLogError",
+]
+
+__version__ = "0.1.0"

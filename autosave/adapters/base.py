@@ -1,0 +1,42 @@
+"""The adapter protocol and the dispatch tables keyed by type and by stable name."""
+
+ADAPTERS_BY_TYPE = {}   # exact Python type -> adapter (save side)
+ADAPTERS_BY_NAME = {}   # stable type name -> adapter (load side)
+
+ALL = slice(1, None)
+
+
+class Adapter:
+    name = ""                 # stable type name in the save's type table
+    types = ()                # exact types this adapter saves
+    mutable = False
+    has_fill = False
+    build_slice = ALL         # payload the build step needs built
+    build_finished = None     # payload slice whose objects must be filled before build
+    fill_finished = None      # payload slice whose objects must be filled before fill
+    has_loaded_hook = False
+
+    def parts(self, obj):
+        """The record payload of ``obj``: values and objects, in order."""
+        raise NotImplementedError
+
+    def allocate(self, rec):
+        raise NotImplementedError
+
+    def build(self, vals):
+        raise NotImplementedError
+
+    def fill(self, obj, vals):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<adapter {self.name}>"
+
+
+def register_adapter(adapter):
+    if adapter.name in ADAPTERS_BY_NAME:
+        raise ValueError(f"an adapter named {adapter.name!r} already exists")
+    ADAPTERS_BY_NAME[adapter.name] = adapter
+    for t in adapter.types:
+        ADAPTERS_BY_TYPE[t] = adapter
+    return adapter

@@ -1,0 +1,184 @@
+"""Builtin and collections containers.
+
+Payloads: items in order; dict-likes alternate key, value. Sets whose members are all
+strings, all numbers or all bytes are written sorted, so the bytes do not depend on hash
+order (string hashing is randomised per process).
+"""
+
+import collections
+import types as pytypes
+from itertools import islice
+
+from .base import Adapter, register_adapter
+
+
+def ordered_members(s):
+    """Set members in a canonical order where one exists, else iteration order."""
+    kinds = {type(x) for x in s}
+    if len(kinds) == 1 and (str in kinds or bytes in kinds):
+        return sorted(s)
+    if kinds and kinds <= {int, float} and all(x == x for x in s):
+        return sorted(s)
+    return list(s)
+
+
+def pairs(vals, start=1):
+    it = islice(vals, start, None)
+    return zip(it, it)
+
+
+def flat_items(d):
+    out = []
+    for k, v in d.items():
+        out.append(k)
+        out.append(v)
+    return out
+
+
+class ListAdapter(Adapter):
+    name, types, mutable, has_fill = "builtins.list", (list,), True, True
+
+    def parts(self, obj):
+        return obj
+
+    def allocate(self, rec):
+        return []
+
+    def fill(self, obj, vals):
+        obj.extend(islice(vals, 1, None))
+
+
+class TupleAdapter(Adapter):
+    name, types = "builtins.tuple", (tuple,)
+
+    def parts(self, obj):
+        return obj
+
+    def build(self, vals):
+        return tuple(islice(vals, 1, None))
+
+
+class DictAdapter(Adapter):
+    name, types, mutable, has_fill = "builtins.dict", (dict,), True, True
+    fill_finished = slice(1, None, 2)   # the keys
+    factory = dict
+
+    def parts(self, obj):
+        return flat_items(obj)
+
+    def allocate(self, rec):
+        if len(rec) % 2 != 1:
+            raise ValueError("a dict record holds key/value pairs")
+        return self.factory()
+
+    def fill(self, obj, vals):
+        dict.update(obj, pairs(vals))
+
+
+class OrderedDictAdapter(DictAdapter):
+    name, types, factory = "collections.OrderedDict", (collections.OrderedDict,), collections.OrderedDict
+
+    def fill(self, obj, vals):
+        obj.update(pairs(vals))
+
+
+class CounterAdapter(DictAdapter):
+    name, types, factory = "collections.Counter", (collections.Counter,), collections.Counter
+
+
+class DefaultDictAdapter(DictAdapter):
+    """Payload: default_factory, then keys and values."""
+    name, types = "collections.defaultdict", (collections.defaultdict,)
+    fill_finished = slice(2, None, 2)
+
+    def parts(self, obj):
+        return [obj.default_factory, *flat_items(obj)]
+
+    def allocate(self, rec):
+        if len(rec) % 2 != 0:
+            raise ValueError("a defaultdict record holds a factory and key/value pairs")
+        return collections.defaultdict()
+
+    def fill(self, obj, vals):
+        factory = vals[1]
+        if factory is not None and not callable(factory):
+            raise ValueError(f"defaultdict factory {factory!r} is not callable")
+        obj.default_factory = factory
+        dict.update(obj, pairs(vals, 2))
+
+
+class SimpleNamespaceAdapter(DictAdapter):
+    name, types, fill_finished = "types.SimpleNamespace", (pytypes.SimpleNamespace,), None
+    factory = pytypes.SimpleNamespace
+
+    def parts(self, obj):
+        return flat_items(obj.__dict__)
+
+    def fill(self, obj, vals):
+        for k, v in pairs(vals):
+            if type(k) is not str:
+                raise ValueError("SimpleNamespace attribute names are strings")
+            obj.__dict__[k] = v
+
+
+class SetAdapter(Adapter):
+    name, types, mutable, has_fill = "builtins.set", (set,), True, True
+    fill_finished = slice(1, None)
+
+    def parts(self, obj):
+        return ordered_members(obj)
+
+    def allocate(self, rec):
+        return set()
+
+    def fill(self, obj, vals):
+        obj.update(islice(vals, 1, None))
+
+
+class FrozenSetAdapter(Adapter):
+    name, types = "builtins.frozenset", (frozenset,)
+    build_finished = slice(1, None)
+
+    def parts(self, obj):
+        return ordered_members(obj)
+
+    def build(self, vals):
+        return frozenset(islice(vals, 1, None))
+
+
+class ByteArrayAdapter(Adapter):
+    name, types, mutable, has_fill = "builtins.bytearray", (bytearray,), True, True
+
+    def parts(self, obj):
+        return [bytes(obj)]
+
+    def allocate(self, rec):
+        if len(rec) != 2 or type(rec[1]) is not bytes:
+            raise ValueError("a bytearray record holds one bytes value")
+        return bytearray(rec[1])
+
+    def fill(self, obj, vals):
+        pass  # contents came with allocate: bytes never reference anything
+
+
+class DequeAdapter(Adapter):
+    """Payload: maxlen, then the items."""
+    name, types, mutable, has_fill = "collections.deque", (collections.deque,), True, True
+
+    def parts(self, obj):
+        return [obj.maxlen, *obj]
+
+    def allocate(self, rec):
+        maxlen = rec[1]
+        if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
+            raise ValueError(f"deque maxlen {maxlen!r} is not a non-negative int")
+        return collections.deque(maxlen=maxlen)
+
+    def fill(self, obj, vals):
+        obj.extend(islice(vals, 2, None))
+
+
+for _adapter in (ListAdapter, TupleAdapter, DictAdapter, OrderedDictAdapter, CounterAdapter,
+                 DefaultDictAdapter, SimpleNamespaceAdapter, SetAdapter, FrozenSetAdapter,
+                 ByteArrayAdapter, DequeAdapter):
+    register_adapter(_adapter())

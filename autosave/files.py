@@ -1,0 +1,71 @@
+"""dumps/loads and save/load: the pipeline walk -> format -> bytes, and back."""
+
+import os
+import tempfile
+
+from .format import decode, encode
+from .rebuild import load_records
+from .walk import Walker
+
+
+def dumps(root):
+    """Everything reachable from ``root``, as bytes. Raises SaveError with the object path."""
+    types, records, root_value = Walker().run(root)
+    try:
+        return encode(types, records, root_value)
+    except OverflowError:
+        # An int beyond 64 bits somewhere: walk again, boxing big ints as records.
+        types, records, root_value = Walker(wide_ints=True).run(root)
+        return encode(types, records, root_value)
+
+
+def loads(data):
+    """The root saved in ``data``. Raises only LoadError kinds on bad input."""
+    types, records, root_value = decode(data)
+    return load_records(types, records, root_value)
+
+
+def save(path, root):
+    """Write a save atomically: a crash leaves the old file or the new one, never neither."""
+    data = dumps(root)
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".autosave-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_directory(directory)
+    return len(data)
+
+
+def load(path):
+    """Load a file written by ``save``."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return loads(data)
+    except Exception as e:
+        e.add_note(f"while loading {os.fspath(path)}")
+        raise
+
+
+def _fsync_directory(directory):
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,95 @@
+"""Records <-> bytes. The layout is specified in docs/format.md."""
+
+import msgpack
+
+from .errors import FormatError
+
+MAGIC = b"\x89ASV"
+VERSION = 1
+HEADER = MAGIC + bytes([VERSION])
+
+
+def encode(types, records, root_value):
+    body = msgpack.packb([types, records, root_value], use_bin_type=True,
+                         unicode_errors="surrogatepass")
+    return HEADER + body
+
+
+def _reject_map(pairs):
+    raise FormatError("the save body holds a msgpack map; autosave files never do")
+
+
+def _ext(code, data):
+    if code == 0 and data == b"":
+        return msgpack.ExtType(0, b"")
+    raise FormatError(f"the save body holds msgpack extension type {code}")
+
+
+def decode(data):
+    """bytes -> (types, records, root value), structurally checked."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"autosave.loads() takes bytes, not {type(data).__name__}")
+    data = bytes(data)
+    if len(data) < len(HEADER) or not data.startswith(MAGIC):
+        raise FormatError("not an autosave file: the magic bytes \\x89ASV are missing"
+                          if len(data) >= 4 else f"not an autosave file: only {len(data)} bytes")
+    if data[4] != VERSION:
+        raise FormatError(f"autosave file format version {data[4]} is not supported "
+                          f"(this autosave reads version {VERSION})")
+    try:
+        # msgpack bounds every length by the input size before allocating it.
+        body = msgpack.unpackb(memoryview(data)[len(HEADER):], raw=False, use_list=True,
+                               unicode_errors="surrogatepass", strict_map_key=True,
+                               object_pairs_hook=_reject_map, ext_hook=_ext)
+    except FormatError:
+        raise
+    except msgpack.ExtraData:
+        raise FormatError("the save has trailing bytes after its body") from None
+    except (ValueError, msgpack.UnpackException, TypeError, OverflowError) as e:
+        raise FormatError(f"the save body is not valid msgpack (truncated or corrupt): {e}") from None
+    if type(body) is not list or len(body) != 3:
+        raise FormatError("the save body must be [types, records, root]")
+    types, records, root = body
+    if type(types) is not list or type(records) is not list:
+        raise FormatError("the save's type table and records must be arrays")
+    ntypes = len(types)
+    for i, rec in enumerate(records):
+        if type(rec) is not list or not rec or type(rec[0]) is not int or not 0 <= rec[0] < ntypes:
+            raise FormatError(f"record {i} is malformed: {rec!r:.120}")
+    return types, records, root
+
+
+def to_jsonable(data):
+    """A save as plain JSON-ready data: readable, for `autosave dump`."""
+    types, records, root = decode(data)
+
+    def value(v):
+        if type(v) is list:
+            return {"ref": v[0]}
+        if type(v) is bytes:
+            return {"bytes": v.hex()}
+        if type(v) is float and (v != v or v in (float("inf"), float("-inf"))):
+            return {"float": repr(v)}
+        if isinstance(v, msgpack.ExtType):
+            return {"unset": True}
+        return v
+
+    out_records = []
+    for i, rec in enumerate(records):
+        name, version, fields = types[rec[0]]
+        payload = [value(v) for v in rec[1:]]
+        entry = {"id": i, "type": name}
+        if fields:
+            entry["fields"] = dict(zip(fields, payload))
+            rest = payload[len(fields):]
+            if rest:
+                entry["items"] = rest
+        else:
+            entry["args"] = payload
+        out_records.append(entry)
+    return {
+        "format": VERSION,
+        "types": [{"name": n, "version": v, "fields": f} for n, v, f in types],
+        "root": value(root),
+        "records": out_records,
+    }

@@ -1,0 +1,414 @@
+"""Load: records -> objects.
+
+1. Every type entry becomes a *plan* (an adapter, or a plan for a class built from the
+   saved field names and the class as it is now: trust, renamed classes, versions,
+   upgrade hooks, added and removed fields).
+2. Records are built in order. Records come in post-order, so a reference to an
+   earlier record finds a finished object. A reference to a later record closes a cycle:
+   a mutable target is allocated early; a record that needs an immutable target not yet
+   built, or whose fill hashes objects not yet filled, waits in ``deferred`` and is
+   retried once what it needs exists.
+3. ``__autosave_loaded__`` hooks run last, in record order.
+"""
+
+from itertools import islice
+from operator import is_
+
+from .adapters import ADAPTERS_BY_NAME
+from .adapters.callables import apply_default_state
+from .errors import FormatError, IncompatibleSaveError, LoadError
+from .registry import REGISTRY
+from .schema import schema_of
+
+STATE_FIELDS = ["__getstate__"]
+
+
+class _Missing:
+    def __repr__(self):
+        return "<not built yet>"
+
+
+MISSING = _Missing()
+
+
+def _has_missing(vals):
+    return any(map(is_, vals, [MISSING] * len(vals)))
+
+
+# -- plans for classes -------------------------------------------------------------------
+
+class EnumPlan:
+    mutable, has_fill, has_loaded_hook = False, False, False
+    build_slice, build_finished, fill_finished = slice(1, None), None, None
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def build(self, vals):
+        if len(vals) == 2:
+            member = self.cls.__members__.get(vals[1])
+            if member is None:
+                raise IncompatibleSaveError(
+                    f"enum {self.cls.__qualname__} has no member {vals[1]!r} any more")
+            return member
+        _, none, value = vals
+        try:
+            return self.cls(value)
+        except ValueError:
+            raise IncompatibleSaveError(
+                f"enum {self.cls.__qualname__} has no value {value!r} any more") from None
+
+
+class StatePlan:
+    """A class saved through ``__getstate__``; filled by ``__setstate__``."""
+    mutable, has_fill = True, True
+    build_finished, fill_finished = None, slice(1, None)
+
+    def __init__(self, cls):
+        self.cls = cls
+        self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
+
+    def allocate(self, rec):
+        if len(rec) > 2:
+            raise ValueError(f"a {self.cls.__qualname__} record holds one state value")
+        return self.cls.__new__(self.cls)
+
+    def fill(self, obj, vals):
+        if len(vals) < 2:
+            return
+        state = vals[1]
+        setstate = getattr(obj, "__setstate__", None)
+        try:
+            if setstate is not None:
+                setstate(state)
+            else:
+                apply_default_state(obj, state)
+        except Exception as e:
+            raise IncompatibleSaveError(
+                f"{self.cls.__qualname__}.__setstate__ failed on the saved state: "
+                f"{type(e).__name__}: {e}") from e
+
+
+class InstancePlan:
+    """A class saved field by field, mapped onto the class as it is now."""
+
+    def __init__(self, cls, saved_name, saved_version, fields):
+        schema = self.schema = schema_of(cls)
+        self.cls = cls
+        self.fields = fields
+        self.nfields = len(fields)
+        self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
+        base = schema.base
+        self.base = base
+        self.mutable = base is None or base in (list, dict, set)
+        self.has_fill = True
+        self.build_slice = slice(1 + self.nfields, None)
+        self.build_finished = self.build_slice if base is frozenset else None
+        self.fill_finished = {dict: slice(1 + self.nfields, None, 2),
+                              set: self.build_slice}.get(base)
+        if saved_version > schema.version:
+            raise IncompatibleSaveError(
+                f"the save holds {schema.name} version {saved_version}, newer than this "
+                f"game's version {schema.version}")
+        self.upgrades = []
+        for v in range(saved_version, schema.version):
+            hook = REGISTRY.upgrades.get((schema.name, v))
+            if hook is None:
+                raise IncompatibleSaveError(
+                    f"the save holds {schema.name} version {saved_version}; version "
+                    f"{schema.version} needs an @autosave.upgrade({schema.name!r}, "
+                    f"from_version={v}) hook")
+            self.upgrades.append(hook)
+        self.slots = frozenset(schema.slots)
+        self.setters = []           # (record position, name, is_slot)
+        for pos, name in enumerate(fields, 1):
+            if name in schema.transient:
+                continue
+            if name in self.slots:
+                self.setters.append((pos, name, True))
+            elif schema.has_dict:
+                self.setters.append((pos, name, False))
+        present = set(fields) - schema.transient
+        self.defaults = []          # (name, FieldDefault) to apply after the fields
+        for name in schema.declared or ():
+            if name in present and not self.upgrades:
+                continue
+            d = schema.defaults.get(name)
+            if d is not None and d.exists:
+                self.defaults.append((name, d))
+            elif name not in schema.transient and not self.upgrades:
+                raise IncompatibleSaveError(
+                    f"{schema.name} has a field {name!r} the save does not hold, and the "
+                    f"field has no default; give it a default or an @autosave.upgrade hook")
+        self.dict_fast = (not self.upgrades and not schema.slots and schema.has_dict
+                          and len(self.setters) == self.nfields)
+
+    def allocate(self, rec):
+        if len(rec) != 1 + self.nfields and self.base is None:
+            raise ValueError(f"a {self.schema.name} record holds {self.nfields} fields, "
+                             f"found {len(rec) - 1}")
+        return (self.base or object).__new__(self.cls)
+
+    def build(self, vals):
+        payload = vals[1 + self.nfields:]
+        base = self.base
+        if base is tuple or base is frozenset:
+            return base.__new__(self.cls, payload)
+        (value,) = payload
+        if type(value) is not base and not (base is int and type(value) is int):
+            raise ValueError(f"a {self.schema.name} record holds a {base.__name__} value")
+        return base.__new__(self.cls, value)
+
+    def fill(self, obj, vals):
+        nf = self.nfields
+        if self.dict_fast:
+            obj.__dict__.update(zip(self.fields, islice(vals, 1, 1 + nf)))
+        elif self.upgrades:
+            self.fill_upgraded(obj, vals)
+        else:
+            setattr_ = object.__setattr__
+            d = obj.__dict__ if self.schema.has_dict else None
+            for pos, name, is_slot in self.setters:
+                v = vals[pos]
+                if is_slot:
+                    if v.__class__ is not ABSENT_CLASS:
+                        setattr_(obj, name, v)
+                else:
+                    d[name] = v
+        for name, default in self.defaults:
+            self.set_field(obj, name, default.make(obj))
+        base = self.base
+        if base is list:
+            list.extend(obj, islice(vals, 1 + nf, None))
+        elif base is dict:
+            it = islice(vals, 1 + nf, None)
+            dict.update(obj, zip(it, it))
+        elif base is set:
+            set.update(obj, islice(vals, 1 + nf, None))
+
+    def set_field(self, obj, name, value):
+        if name in self.slots:
+            object.__setattr__(obj, name, value)
+        elif self.schema.has_dict:
+            obj.__dict__[name] = value
+
+    def fill_upgraded(self, obj, vals):
+        fields = {name: v for name, v in zip(self.fields, islice(vals, 1, None))
+                  if v.__class__ is not ABSENT_CLASS}
+        for hook in self.upgrades:
+            try:
+                fields = hook(fields)
+            except Exception as e:
+                raise IncompatibleSaveError(
+                    f"upgrade hook {hook.__qualname__} for {self.schema.name} failed: "
+                    f"{type(e).__name__}: {e}") from e
+            if not isinstance(fields, dict):
+                raise IncompatibleSaveError(
+                    f"upgrade hook {hook.__qualname__} for {self.schema.name} must return "
+                    f"the field dict, returned {type(fields).__name__}")
+        for name, value in fields.items():
+            if name not in self.schema.transient:
+                self.set_field(obj, name, value)
+        for name in self.schema.declared:
+            if name not in fields and name not in self.schema.transient:
+                d = self.schema.defaults.get(name)
+                if d is None or not d.exists:
+                    raise IncompatibleSaveError(
+                        f"{self.schema.name} field {name!r} is missing after the upgrade "
+                        f"hooks ran, and it has no default")
+
+
+def _absent_class():
+    import msgpack
+    return msgpack.ExtType
+
+
+ABSENT_CLASS = _absent_class()
+
+
+# -- type entries -> plans ---------------------------------------------------------------
+
+def plan_for(index, entry):
+    if (type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str
+            or type(entry[1]) is not int or type(entry[2]) is not list
+            or not all(type(f) is str for f in entry[2])):
+        raise FormatError(f"type entry {index} is malformed: {entry!r:.200}")
+    name, version, fields = entry
+    adapter = ADAPTERS_BY_NAME.get(name)
+    if adapter is not None:
+        if fields:
+            raise FormatError(f"type entry {index} ({name}) must not list fields")
+        return adapter
+    cls = REGISTRY.resolve(name, "class")
+    if not isinstance(cls, type):
+        raise IncompatibleSaveError(f"the save's type {name!r} now names a "
+                                    f"{type(cls).__name__}, not a class")
+    schema = schema_of(cls)
+    if schema.strategy == "enum":
+        return EnumPlan(cls)
+    if fields == STATE_FIELDS:
+        return StatePlan(cls)
+    return InstancePlan(cls, name, version, fields)
+
+
+# -- records -> objects ------------------------------------------------------------------
+
+class Loader:
+    def __init__(self, types, records):
+        self.plans = [plan_for(i, e) for i, e in enumerate(types)]
+        self.records = records
+        self.objs = []
+        self.early = {}            # index -> mutable allocated before its record
+        self.unfinished = set()    # allocated, not yet filled
+        self.current = None
+
+    def run(self, root_value):
+        records, plans, objs = self.records, self.plans, self.objs
+        early, unfinished = self.early, self.unfinished
+        deferred, hooks = [], []
+        has_missing = False
+        for i, rec in enumerate(records):
+            self.current = i
+            plan = plans[rec[0]]
+            try:
+                vals = [objs[v[0]] if v.__class__ is list else v for v in rec]
+                slow = has_missing and _has_missing(vals)
+            except IndexError:
+                slow = True
+            if slow:
+                vals = self.resolve(rec)
+            if plan.mutable:
+                obj = early.pop(i, None) if early else None
+                if obj is None:
+                    obj = plan.allocate(rec)
+                objs.append(obj)
+            elif self.can_build(plan, rec, vals, slow):
+                obj = plan.build(vals)
+                objs.append(obj)
+            else:
+                objs.append(MISSING)
+                has_missing = True
+                deferred.append(i)
+                continue
+            if plan.has_fill:
+                if self.can_fill(plan, rec, vals, slow):
+                    plan.fill(obj, vals)
+                    if unfinished:
+                        unfinished.discard(i)
+                else:
+                    unfinished.add(i)
+                    deferred.append(i)
+            if plan.has_loaded_hook:
+                hooks.append(i)
+        if deferred:
+            self.finish_deferred(deferred, hooks)
+        self.current = None
+        root = self.value(root_value)
+        for i in sorted(hooks) if deferred else hooks:
+            obj = objs[i]
+            try:
+                obj.__autosave_loaded__()
+            except Exception as e:
+                raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ failed: "
+                                f"{type(e).__name__}: {e}") from e
+        return root
+
+    def can_build(self, plan, rec, vals, slow, force=False):
+        if slow and _has_missing(vals[plan.build_slice]):
+            return False
+        return force or plan.build_finished is None or not self.waits(rec, plan.build_finished)
+
+    def can_fill(self, plan, rec, vals, slow, force=False):
+        if slow and _has_missing(vals):
+            return False
+        return force or plan.fill_finished is None or not self.waits(rec, plan.fill_finished)
+
+    def waits(self, rec, part):
+        """Whether rec[part] refers to objects not yet filled."""
+        unfinished = self.unfinished
+        if not unfinished:
+            return False
+        return any(v.__class__ is list and v[0] in unfinished for v in rec[part])
+
+    def value(self, v):
+        if v.__class__ is list:
+            if len(v) != 1 or type(v[0]) is not int or not 0 <= v[0] < len(self.objs):
+                raise FormatError(f"the root reference {v!r:.80} is out of range")
+            return self.objs[v[0]]
+        return v
+
+    def resolve(self, rec):
+        """Resolve references one by one, allocating mutable targets of forward ones."""
+        objs, records, n = self.objs, self.records, len(self.records)
+        vals = [rec[0]]
+        for v in islice(rec, 1, None):
+            if v.__class__ is list:
+                if len(v) != 1 or type(v[0]) is not int or not 0 <= v[0] < n:
+                    raise FormatError(f"record {self.current}: reference {v!r:.80} is malformed "
+                                      f"or out of range (0..{n - 1})")
+                j = v[0]
+                if j < len(objs):
+                    v = objs[j]
+                else:
+                    v = self.early.get(j)
+                    if v is None:
+                        target = records[j]
+                        plan = self.plans[target[0]]
+                        if plan.mutable:
+                            v = self.early[j] = plan.allocate(target)
+                            self.unfinished.add(j)
+                        else:
+                            v = MISSING
+            vals.append(v)
+        return vals
+
+    def finish_deferred(self, deferred, hooks):
+        """Retry waiting records until none is left; only cycles can keep one waiting."""
+        objs, records, plans = self.objs, self.records, self.plans
+        force = False
+        while deferred:
+            waiting = []
+            for i in deferred:
+                self.current = i
+                rec = records[i]
+                plan = plans[rec[0]]
+                vals = self.resolve(rec)
+                if objs[i] is MISSING:
+                    if not self.can_build(plan, rec, vals, True, force):
+                        waiting.append(i)
+                        continue
+                    objs[i] = plan.build(vals)
+                    if plan.has_loaded_hook:
+                        hooks.append(i)
+                    if not plan.has_fill:
+                        continue
+                if self.can_fill(plan, rec, vals, True, force):
+                    plan.fill(objs[i], vals)
+                    self.unfinished.discard(i)
+                else:
+                    self.unfinished.add(i)
+                    waiting.append(i)
+            if len(waiting) == len(deferred):
+                if force:
+                    raise FormatError(
+                        f"records {waiting[:10]} form a reference cycle through immutable "
+                        f"objects that cannot be rebuilt")
+                force = True   # only cycles are left: fill with what exists, as pickle does
+            else:
+                force = False
+            deferred = waiting
+
+
+def load_records(types, records, root_value):
+    loader = None
+    try:
+        loader = Loader(types, records)
+        return loader.run(root_value)
+    except LoadError:
+        raise
+    except RecursionError:
+        raise FormatError("the save nests values too deeply") from None
+    except Exception as e:
+        where = (f"record {loader.current}" if loader and loader.current is not None
+                 else "the type table" if loader is None else "the root")
+        raise FormatError(f"{where} is malformed: {type(e).__name__}: {e}") from e

@@ -1,0 +1,232 @@
+"""Which classes, functions and assets exist, their stable names, trust and versions.
+
+A save refers to classes and functions by *stable name*: ``@saveable(name=...)`` when
+given, else ``module.QualName``. Loading resolves names back to objects only inside the
+allowed namespaces: packages that define ``@save_root``/``@saveable`` classes, packages
+named with ``allow()``, and the built-in adapters. Nothing outside them is ever imported.
+"""
+
+import importlib
+import sys
+
+from .errors import IncompatibleSaveError, SaveError, UntrustedTypeError
+
+# Pure functions of the standard library a save may refer to by name (sort keys,
+# defaultdict factories, partial targets). Calling them cannot touch the outside world.
+SAFE_STDLIB_FUNCTIONS = frozenset(
+    [f"builtins.{n}" for n in (
+        "abs all any ascii bin bool bytes callable chr complex dict divmod enumerate "
+        "filter float format frozenset hash hex id int isinstance issubclass iter len "
+        "list map max min next object oct ord pow range repr reversed round set slice "
+        "sorted str sum tuple zip bytearray"
+    ).split()]
+    + [f"math.{n}" for n in (
+        "ceil floor sqrt sin cos tan atan2 hypot exp log log2 log10 fabs copysign "
+        "isclose isfinite isinf isnan radians degrees dist prod fsum trunc gcd lcm"
+    ).split()]
+    + [f"operator.{n}" for n in (
+        "add sub mul truediv floordiv mod neg pos abs eq ne lt le gt ge not_ truth "
+        "and_ or_ xor invert index getitem contains concat is_ is_not lshift rshift"
+    ).split()]
+    + ["random.Random", "collections.OrderedDict", "collections.Counter",
+       "collections.deque", "collections.defaultdict"]
+)
+
+
+def _top(module_name):
+    return module_name.partition(".")[0]
+
+
+class Registry:
+    """Process-wide tables; one instance, ``REGISTRY``, backs the public decorators."""
+
+    def __init__(self):
+        self.by_name = {}          # stable name or alias -> class / function
+        self.allowed = set()       # allowed top-level namespaces
+        self.upgrades = {}         # (stable name, from_version) -> fn(fields) -> fields
+        self.asset_by_id = {}      # asset id -> object
+        self.asset_id_of = {}      # id(object) -> asset id (objects kept alive above)
+
+    # -- registration ----------------------------------------------------------------
+
+    def register_class(self, cls, name=None, aliases=(), version=None):
+        if name is not None:
+            cls.__autosave_name__ = name
+        if version is not None:
+            if not isinstance(version, int) or version < 1:
+                raise ValueError(f"@saveable(version=...) must be an int >= 1, got {version!r}")
+            cls.__autosave_version__ = version
+        stable = stable_name(cls)
+        for key in (stable, *aliases):
+            known = self.by_name.get(key)
+            if known is not None and known is not cls and _same_def(known, cls) is False:
+                raise ValueError(
+                    f"two classes claim the save name {key!r}: "
+                    f"{known.__module__}.{known.__qualname__} and {cls.__module__}.{cls.__qualname__}"
+                )
+            self.by_name[key] = cls
+        self.allowed.add(_top(cls.__module__))
+        return cls
+
+    def allow(self, *packages):
+        for package in packages:
+            if not isinstance(package, str) or not package or package.startswith("."):
+                raise ValueError(f"autosave.allow() takes package names, got {package!r}")
+            self.allowed.add(package)
+
+    def add_upgrade(self, name, from_version, fn):
+        key = (name, from_version)
+        if key in self.upgrades and self.upgrades[key] is not fn:
+            raise ValueError(f"an upgrade for {name!r} from version {from_version} is already registered")
+        self.upgrades[key] = fn
+
+    def add_asset(self, obj, asset_id):
+        if not isinstance(asset_id, str) or not asset_id:
+            raise ValueError(f"an asset id must be a non-empty string, got {asset_id!r}")
+        if isinstance(obj, (int, float, str, bytes, bool, type(None))):
+            raise ValueError(f"asset {asset_id!r}: plain values ({type(obj).__name__}) are saved inline, not as assets")
+        known = self.asset_by_id.get(asset_id)
+        if known is not None and known is not obj:
+            del self.asset_id_of[id(known)]
+        self.asset_by_id[asset_id] = obj
+        self.asset_id_of[id(obj)] = asset_id
+        return obj
+
+    # -- trust -----------------------------------------------------------------------
+
+    def is_allowed_module(self, module_name):
+        if not isinstance(module_name, str):
+            return False
+        parts = module_name.split(".")
+        return any(".".join(parts[:i]) in self.allowed for i in range(1, len(parts) + 1))
+
+    def check_savable_name(self, obj, what):
+        """Return obj's stable name if a load could resolve it, else raise SaveError."""
+        name = stable_name(obj)
+        if name in self.by_name or name in SAFE_STDLIB_FUNCTIONS:
+            return name
+        module = getattr(obj, "__module__", None)
+        if "<locals>" in obj.__qualname__:
+            raise SaveError(
+                f"{what} {module}.{obj.__qualname__} is defined inside a function, so a load "
+                f"could not find it by name; move it to module level or give it "
+                f"@autosave.saveable(name=...)")
+        if not self.is_allowed_module(module):
+            raise SaveError(
+                f"{what} {name} is outside the allowed namespaces, so a load would refuse it; "
+                f"call autosave.allow({_top(module or '?')!r}) if you trust that package, "
+                f"or mark the field autosave.transient")
+        return name
+
+    # -- resolution on load ----------------------------------------------------------
+
+    def resolve(self, name, what="type"):
+        """Stable name -> object, without importing anything outside allowed namespaces."""
+        found = self.by_name.get(name)
+        if found is not None:
+            return found
+        if not isinstance(name, str) or not name:
+            raise UntrustedTypeError(f"{what} name {name!r} is not a valid name")
+        if name in SAFE_STDLIB_FUNCTIONS:
+            module_name, _, attr = name.rpartition(".")
+            return getattr(importlib.import_module(module_name), attr)
+        parts = name.split(".")
+        if not self.is_allowed_module(parts[0] if len(parts) > 1 else name):
+            # Also accept namespaces allowed at a deeper level ("mygame.ai").
+            if not any(self.is_allowed_module(".".join(parts[:i])) for i in range(1, len(parts))):
+                raise UntrustedTypeError(
+                    f"the save refers to {what} {name!r}, which is outside the allowed "
+                    f"namespaces {sorted(self.allowed)}; nothing was imported. If you trust it, "
+                    f"call autosave.allow({parts[0]!r}) before loading")
+        for split in range(len(parts) - 1, 0, -1):
+            module_name = ".".join(parts[:split])
+            if not self.is_allowed_module(module_name):
+                continue
+            module = sys.modules.get(module_name)
+            if module is None:
+                try:
+                    module = importlib.import_module(module_name)
+                except ImportError:
+                    continue
+            obj = module
+            try:
+                for attr in parts[split:]:
+                    obj = getattr(obj, attr)
+            except AttributeError:
+                continue
+            return obj
+        raise IncompatibleSaveError(
+            f"the save refers to {what} {name!r}, which no longer exists; if it was renamed, "
+            f"add aliases=({name!r},) to its @autosave.saveable")
+
+
+def stable_name(obj):
+    """The name a class or function is saved under."""
+    explicit = obj.__dict__.get("__autosave_name__") if isinstance(obj, type) else None
+    if explicit is None:
+        explicit = getattr(obj, "__autosave_name__", None) if not isinstance(obj, type) else None
+    if explicit is not None:
+        return explicit
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def class_version(cls):
+    return cls.__dict__.get("__autosave_version__", 1)
+
+
+def _same_def(a, b):
+    """Re-running a module (tests, reloads) re-registers an equivalent class: allow it."""
+    return a.__module__ == b.__module__ and a.__qualname__ == b.__qualname__ or False
+
+
+REGISTRY = Registry()
+
+
+def save_root(cls):
+    """Mark a class whose instances are save roots; trusts its package for loading."""
+    if not isinstance(cls, type):
+        raise TypeError("@autosave.save_root decorates a class")
+    REGISTRY.register_class(cls)
+    cls.__autosave_root__ = True
+    return cls
+
+
+def saveable(cls=None, *, name=None, aliases=(), version=None):
+    """Give a class a stable save name, old names it loads from, and a version."""
+    if isinstance(aliases, str):
+        aliases = (aliases,)
+
+    def decorate(cls):
+        if not isinstance(cls, type):
+            raise TypeError("@autosave.saveable decorates a class")
+        return REGISTRY.register_class(cls, name=name, aliases=tuple(aliases), version=version)
+
+    return decorate(cls) if cls is not None else decorate
+
+
+def upgrade(name, from_version):
+    """Register ``fn(fields: dict) -> dict`` turning version ``from_version`` data into the next."""
+    if not isinstance(from_version, int) or from_version < 1:
+        raise ValueError(f"from_version must be an int >= 1, got {from_version!r}")
+
+    def decorate(fn):
+        REGISTRY.add_upgrade(name, from_version, fn)
+        return fn
+
+    return decorate
+
+
+def allow(*packages):
+    """Trust the classes and functions of these packages when loading."""
+    REGISTRY.allow(*packages)
+
+
+def asset(obj, asset_id):
+    """Register ``obj`` as static data: saves write ``asset_id``, loads return ``obj``."""
+    return REGISTRY.add_asset(obj, asset_id)
+
+
+def assets(mapping):
+    """Register many assets at once: ``{asset_id: obj}``."""
+    for asset_id, obj in mapping.items():
+        REGISTRY.add_asset(obj, asset_id)

@@ -1,0 +1,352 @@
+"""Save: a root -> plain records (type table, records, root value).
+
+The walk is an iterative depth-first traversal that emits each object's record in
+post-order, so a record only refers forward along a reference cycle. A reference is a
+one-element list ``[index]``; every mention of one object shares the same list, whose
+index is filled in when the object's record is emitted.
+
+Errors carry the object path from the root; the path is only computed when something
+fails, so the common path pays nothing for it.
+"""
+
+import functools
+import sys
+import types
+
+import msgpack
+
+from .adapters import ADAPTERS_BY_TYPE
+from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
+from .adapters.containers import flat_items, ordered_members
+from .adapters.stdlib import BIG_INT
+from .errors import SaveError
+from .registry import REGISTRY
+from .schema import BUILTIN_BASES, schema_of, solid_base
+
+ABSENT = msgpack.ExtType(0, b"")   # an unset slot
+STATE_FIELDS = ("__getstate__",)   # type-table fields of a __getstate__ record
+
+PRIMITIVES = frozenset((type(None), bool, int, float, str, bytes))
+_INT_MIN, _INT_END = -(2 ** 63), 2 ** 64
+
+_UNSAVEABLE = {
+    types.GeneratorType: "a plain generator; decorate its function with @autosave.coroutine "
+                         "to make it saveable, or mark the field autosave.transient",
+    types.CoroutineType: "an async coroutine; autosave saves @autosave.coroutine generators, "
+                         "not async functions; mark the field autosave.transient",
+    types.AsyncGeneratorType: "an async generator; mark the field autosave.transient",
+    types.FrameType: "a frame object; mark the field autosave.transient",
+    types.TracebackType: "a traceback; mark the field autosave.transient",
+    types.ModuleType: "a module; keep module references out of saved state or mark the "
+                      "field autosave.transient",
+    types.CodeType: "a code object; save the function instead",
+}
+
+
+class Walker:
+    def __init__(self, wide_ints=False):
+        self.types = []          # [name, version, [fields]]
+        self.type_index = {}     # adapter or (class, shape) -> index
+        self.records = []
+        self.memo = {}           # id(obj) -> reference cell
+        self.keep = []           # objects whose ids are in memo stay alive
+        self.stack = []
+        self.inprogress = {}     # id(obj) -> its record, until emitted
+        self.weak = []           # (record, weakref target) to patch after the walk
+        self.handlers = {}       # class -> fn(obj) -> record
+        self.prims = PRIMITIVES - {int} if wide_ints else PRIMITIVES
+        self.assets = REGISTRY.asset_id_of
+
+    # -- the traversal -----------------------------------------------------------------
+
+    def run(self, root):
+        root_value = self.value(root)
+        stack, memo, inprogress, records = self.stack, self.memo, self.inprogress, self.records
+        while stack:
+            obj = stack[-1]
+            oid = id(obj)
+            cell = memo[oid]
+            if cell[0] is not None:          # already emitted via another path
+                stack.pop()
+                continue
+            rec = inprogress.get(oid)
+            if rec is None:                  # first visit: build the record, push children
+                try:
+                    inprogress[oid] = self.record_of(obj)
+                except SaveError as e:
+                    if e.path is None:
+                        raise SaveError(e.reason, find_path(root, obj)) from e.__cause__
+                    raise
+                except Exception as e:
+                    raise SaveError(f"{type(obj).__qualname__} could not be saved: "
+                                    f"{type(e).__name__}: {e}", find_path(root, obj)) from e
+            else:                            # children done: emit
+                stack.pop()
+                del inprogress[oid]
+                cell[0] = len(records)
+                records.append(rec)
+        for rec, target in self.weak:
+            cell = memo.get(id(target))
+            if cell is not None:
+                rec[1] = cell
+        return self.types, records, root_value
+
+    def value(self, v):
+        return v if v.__class__ in self.prims else self.mention(v)
+
+    def mention(self, obj):
+        """The reference for ``obj`` (scheduling its visit), or the inline value."""
+        cls = obj.__class__
+        if cls is int:
+            if _INT_MIN <= obj < _INT_END:
+                return obj
+        elif obj is ABSENT:
+            return obj
+        oid = id(obj)
+        cell = self.memo.get(oid)
+        if cell is None:
+            cell = self.memo[oid] = [None]
+            self.keep.append(obj)
+            self.stack.append(obj)
+        elif cell[0] is None and oid not in self.inprogress:
+            self.stack.append(obj)       # not visited yet: visit it here, depth-first
+        return cell
+
+    def record_of(self, obj):
+        if self.assets:
+            asset_id = self.assets.get(id(obj))
+            if asset_id is not None:
+                return [self.index_of(ASSET), asset_id]
+        handler = self.handlers.get(obj.__class__)
+        if handler is None:
+            handler = self.handlers[obj.__class__] = self.handler_for(obj.__class__)
+        return handler(obj)
+
+    def refs(self, tindex, parts):
+        prims = self.prims
+        rec = [tindex]
+        rec.extend([v if v.__class__ in prims else self.mention(v) for v in parts])
+        return rec
+
+    # -- type table --------------------------------------------------------------------
+
+    def index_of(self, key, name=None, version=1, fields=()):
+        index = self.type_index.get(key)
+        if index is None:
+            index = self.type_index[key] = len(self.types)
+            self.types.append([name or key.name, version, list(fields)])
+        return index
+
+    # -- dispatch: one handler per class -------------------------------------------------
+
+    def handler_for(self, cls):
+        adapter = ADAPTERS_BY_TYPE.get(cls)
+        if adapter is not None:
+            if getattr(adapter, "weak", False):
+                return functools.partial(self.save_weak, adapter)
+            return functools.partial(self.save_adapter, adapter)
+        if cls is int:
+            return self.save_big_int
+        if cls is types.FunctionType:
+            return self.save_function
+        if issubclass(cls, type):
+            return self.save_global
+        if cls is types.BuiltinFunctionType:
+            return self.save_builtin_function
+        reason = _UNSAVEABLE.get(cls)
+        if reason is not None:
+            return functools.partial(self.refuse, reason)
+        schema = schema_of(cls)
+        if schema.strategy == "reduce":
+            return self.save_reduce
+        if schema.strategy in ("enum", "state"):
+            REGISTRY.check_savable_name(cls, "class")
+            return self.save_enum if schema.strategy == "enum" else self.save_state
+        solid = solid_base(cls)
+        if solid is not object and solid not in BUILTIN_BASES:
+            mod = cls.__module__.partition(".")[0]
+            hint = ("" if mod not in sys.stdlib_module_names and mod != "builtins" else
+                    " (a standard-library type autosave has no adapter for)")
+            raise SaveError(
+                f"{cls.__module__}.{cls.__qualname__} wraps a C object "
+                f"({solid.__module__}.{solid.__qualname__}) that cannot be saved{hint}; "
+                f"mark the field autosave.transient, or give the class "
+                f"__getstate__/__setstate__")
+        REGISTRY.check_savable_name(cls, "class")
+        return self.save_instance
+
+    def refuse(self, reason, obj):
+        if isinstance(obj, types.GeneratorType):
+            code = obj.gi_code
+            reason = (f"generator {code.co_qualname}() ({code.co_filename}:{code.co_firstlineno}) "
+                      f"is {reason}")
+        else:
+            reason = f"{type(obj).__qualname__} is {reason}"
+        raise SaveError(reason)
+
+    def save_adapter(self, adapter, obj):
+        return self.refs(self.index_of(adapter), adapter.parts(obj))
+
+    def save_weak(self, adapter, obj):
+        rec = [self.index_of(adapter), None]
+        target = obj()
+        if target is not None:
+            self.weak.append((rec, target))
+        return rec
+
+    def save_big_int(self, obj):
+        return [self.index_of(BIG_INT), *BIG_INT.parts(obj)]
+
+    def save_global(self, obj):
+        return [self.index_of(GLOBAL), GLOBAL.name_of(obj)]
+
+    def save_builtin_function(self, obj):
+        owner = obj.__self__
+        if owner is None or isinstance(owner, types.ModuleType):
+            return self.save_global(obj)
+        return self.save_adapter(ADAPTERS_BY_TYPE[types.MethodType], obj)
+
+    def save_function(self, obj):
+        qualname = obj.__qualname__
+        if "<" not in qualname:
+            module = sys.modules.get(obj.__module__)
+            target = module
+            for part in qualname.split("."):
+                target = getattr(target, part, None)
+            if target is obj:
+                return self.save_global(obj)
+        try:
+            parts = FUNCTION.parts(obj)
+        except LookupError as e:
+            raise SaveError(str(e)) from None
+        return self.refs(self.index_of(FUNCTION), parts)
+
+    def save_enum(self, obj):
+        schema = schema_of(obj.__class__)
+        t = self.index_of(obj.__class__, schema.name, schema.version)
+        name = obj._name_
+        if name is not None and obj.__class__.__members__.get(name) is obj:
+            return [t, name]
+        return self.refs(t, [None, obj._value_])
+
+    def save_reduce(self, obj):
+        rv = obj.__reduce_ex__(4)
+        if isinstance(rv, str):
+            return [self.index_of(GLOBAL), f"{obj.__module__}.{rv}"]
+        try:
+            parts = REDUCE.parts_of(obj, rv)
+        except LookupError as e:
+            raise SaveError(str(e)) from None
+        return self.refs(self.index_of(REDUCE), parts)
+
+    def save_state(self, obj):
+        cls = obj.__class__
+        schema = schema_of(cls)
+        t = self.index_of((cls, STATE_FIELDS), schema.name, schema.version, STATE_FIELDS)
+        state = obj.__getstate__()
+        return [t] if state is None else self.refs(t, [state])
+
+    def save_instance(self, obj):
+        cls = obj.__class__
+        schema = schema_of(cls)
+        shape = schema.shape_of(obj)
+        t = self.type_index.get((cls, shape))
+        if t is None:
+            t = self.index_of((cls, shape), schema.name, schema.version, shape)
+        values = []
+        if schema.saved_slots:
+            for name in schema.saved_slots:
+                try:
+                    values.append(object.__getattribute__(obj, name))
+                except AttributeError:
+                    values.append(ABSENT)
+        if schema.has_dict:
+            d = obj.__dict__
+            if schema.transient:
+                values.extend(v for k, v in d.items() if k not in schema.transient)
+            else:
+                values.extend(d.values())
+        if schema.base is not None:
+            values.extend(base_payload(schema.base, obj))
+        return self.refs(t, values)
+
+
+def base_payload(base, obj):
+    if base is list or base is tuple:
+        return base.__iter__(obj)
+    if base is dict:
+        return flat_items(dict(dict.items(obj)))
+    if base is set or base is frozenset:
+        return ordered_members(base(base.__iter__(obj)))
+    if base is str:
+        return [str.__getitem__(obj, slice(None))]
+    if base is int:
+        return [int.__int__(obj)]
+    if base is float:
+        return [float.__float__(obj)]
+    return [bytes.__bytes__(obj)]
+
+
+# -- object paths for error messages ---------------------------------------------------
+
+def find_path(root, target):
+    """The first path from root to target, breadth-first, as 'root.a.b[3]'."""
+    from collections import deque
+    seen = {id(root)}
+    queue = deque([(root, "root")])
+    while queue:
+        obj, path = queue.popleft()
+        if obj is target:
+            return path
+        for label, child in labelled_children(obj):
+            if child.__class__ in PRIMITIVES or id(child) in seen:
+                continue
+            seen.add(id(child))
+            queue.append((child, path + label))
+    return "root.<unreachable>"
+
+
+def labelled_children(obj):
+    try:
+        if isinstance(obj, dict):
+            for i, (k, v) in enumerate(dict.items(obj)):
+                yield f"<key {i}>", k
+                yield f"[{k!r}]", v
+        elif isinstance(obj, (list, tuple, set, frozenset)) or obj.__class__ in (
+                ADAPTERS_BY_TYPE.keys() - {types.FunctionType}):
+            if isinstance(obj, (list, tuple)):
+                yield from ((f"[{i}]", v) for i, v in enumerate(obj))
+            elif isinstance(obj, (set, frozenset)):
+                yield from ((f"{{{i}}}", v) for i, v in enumerate(obj))
+        if isinstance(obj, types.FunctionType):
+            for name, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
+                try:
+                    yield f".<closure {name}>", cell.cell_contents
+                except ValueError:
+                    pass
+            return
+        if isinstance(obj, (types.MethodType,)):
+            yield ".__self__", obj.__self__
+            return
+        if isinstance(obj, functools.partial):
+            yield ".func", obj.func
+            yield from ((f".args[{i}]", a) for i, a in enumerate(obj.args))
+            yield from ((f".keywords[{k!r}]", v) for k, v in obj.keywords.items())
+            return
+        if type(obj).__module__ == "builtins" or isinstance(obj, type):
+            return
+        if hasattr(obj, "__getstate__") and schema_of(type(obj)).strategy == "state":
+            state = obj.__getstate__()
+            if isinstance(state, dict):
+                yield from ((f".{k}", v) for k, v in state.items())
+            return
+        schema = schema_of(type(obj))
+        for name in schema.slots:
+            try:
+                yield f".{name}", object.__getattribute__(obj, name)
+            except AttributeError:
+                pass
+        if schema.has_dict:
+            yield from ((f".{k}", v) for k, v in obj.__dict__.items())
+    except Exception:
+        return
