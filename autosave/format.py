@@ -19,9 +19,12 @@ def _reject_map(pairs):
     raise FormatError("the save body holds a msgpack map; autosave files never do")
 
 
+ABSENT = msgpack.ExtType(0, b"")   # an unset slot
+
+
 def _ext(code, data):
     if code == 0 and data == b"":
-        return msgpack.ExtType(0, b"")
+        return ABSENT
     raise FormatError(f"the save body holds msgpack extension type {code}")
 
 

@@ -17,6 +17,7 @@ from operator import is_
 from .adapters import ADAPTERS_BY_NAME
 from .adapters.callables import apply_default_state
 from .errors import FormatError, IncompatibleSaveError, LoadError
+from .format import ABSENT
 from .registry import REGISTRY
 from .schema import schema_of
 
@@ -140,14 +141,28 @@ class InstancePlan:
                 raise IncompatibleSaveError(
                     f"{schema.name} has a field {name!r} the save does not hold, and the "
                     f"field has no default; give it a default or an @autosave.upgrade hook")
-        self.dict_fast = (not self.upgrades and not schema.slots and schema.has_dict
-                          and len(self.setters) == self.nfields)
+        self.new = (base or object).__new__
+        simple = not self.upgrades and not self.defaults and base is None
+        if simple and not schema.slots and schema.has_dict and len(self.setters) == self.nfields:
+            self.fill = self.fill_dict
+        elif simple and not schema.has_dict and all(is_slot for _, _, is_slot in self.setters):
+            self.slot_setters = [(pos, getattr(cls, name).__set__) for pos, name, _ in self.setters]
+            self.fill = self.fill_slots
 
     def allocate(self, rec):
         if len(rec) != 1 + self.nfields and self.base is None:
             raise ValueError(f"a {self.schema.name} record holds {self.nfields} fields, "
                              f"found {len(rec) - 1}")
-        return (self.base or object).__new__(self.cls)
+        return self.new(self.cls)
+
+    def fill_dict(self, obj, vals):
+        obj.__dict__.update(zip(self.fields, islice(vals, 1, None)))
+
+    def fill_slots(self, obj, vals):
+        for pos, set_slot in self.slot_setters:
+            v = vals[pos]
+            if v is not ABSENT:
+                set_slot(obj, v)
 
     def build(self, vals):
         payload = vals[1 + self.nfields:]
@@ -161,9 +176,7 @@ class InstancePlan:
 
     def fill(self, obj, vals):
         nf = self.nfields
-        if self.dict_fast:
-            obj.__dict__.update(zip(self.fields, islice(vals, 1, 1 + nf)))
-        elif self.upgrades:
+        if self.upgrades:
             self.fill_upgraded(obj, vals)
         else:
             setattr_ = object.__setattr__
@@ -171,7 +184,7 @@ class InstancePlan:
             for pos, name, is_slot in self.setters:
                 v = vals[pos]
                 if is_slot:
-                    if v.__class__ is not ABSENT_CLASS:
+                    if v is not ABSENT:
                         setattr_(obj, name, v)
                 else:
                     d[name] = v
@@ -194,7 +207,7 @@ class InstancePlan:
 
     def fill_upgraded(self, obj, vals):
         fields = {name: v for name, v in zip(self.fields, islice(vals, 1, None))
-                  if v.__class__ is not ABSENT_CLASS}
+                  if v is not ABSENT}
         for hook in self.upgrades:
             try:
                 fields = hook(fields)
@@ -218,12 +231,6 @@ class InstancePlan:
                         f"hooks ran, and it has no default")
 
 
-def _absent_class():
-    import msgpack
-    return msgpack.ExtType
-
-
-ABSENT_CLASS = _absent_class()
 
 
 # -- type entries -> plans ---------------------------------------------------------------
@@ -325,28 +332,32 @@ class Loader:
 
     def waits(self, rec, part):
         """Whether rec[part] refers to objects not yet filled."""
-        unfinished = self.unfinished
+        unfinished, here = self.unfinished, self.current
         if not unfinished:
             return False
-        return any(v.__class__ is list and v[0] in unfinished for v in rec[part])
+        return any(v.__class__ is list and (v[0] + here if v[0] < 0 else v[0]) in unfinished
+                   for v in rec[part])
 
     def value(self, v):
         if v.__class__ is list:
-            if len(v) != 1 or type(v[0]) is not int or not 0 <= v[0] < len(self.objs):
+            n = len(self.objs)
+            if len(v) != 1 or type(v[0]) is not int or not -n <= v[0] < n:
                 raise FormatError(f"the root reference {v!r:.80} is out of range")
             return self.objs[v[0]]
         return v
 
     def resolve(self, rec):
         """Resolve references one by one, allocating mutable targets of forward ones."""
-        objs, records, n = self.objs, self.records, len(self.records)
+        objs, records, n, here = self.objs, self.records, len(self.records), self.current
         vals = [rec[0]]
         for v in islice(rec, 1, None):
             if v.__class__ is list:
-                if len(v) != 1 or type(v[0]) is not int or not 0 <= v[0] < n:
-                    raise FormatError(f"record {self.current}: reference {v!r:.80} is malformed "
-                                      f"or out of range (0..{n - 1})")
-                j = v[0]
+                j = v[0] if len(v) == 1 and type(v[0]) is int else None
+                if j is not None and j < 0:
+                    j += here
+                if j is None or not 0 <= j < n:
+                    raise FormatError(f"record {here}: reference {v!r:.80} is malformed "
+                                      f"or out of range")
                 if j < len(objs):
                     v = objs[j]
                 else:

@@ -164,8 +164,21 @@ def _build(cls):
 
 
 def _user_defines(cls, names):
+    """Whether a Python class in cls's MRO defines one of names itself.
+
+    attrs and dataclasses generate ``__getstate__``/``__setstate__`` for slotted classes
+    only so that pickle can see the slots; autosave reads slots directly, so those
+    generated methods do not count.
+    """
     klass = _defines(cls, names)
-    return klass is not None and bool(klass.__flags__ & _HEAPTYPE)
+    if klass is None or not klass.__flags__ & _HEAPTYPE:
+        return False
+    for n in names:
+        fn = klass.__dict__.get(n)
+        module = getattr(fn, "__module__", None) or ""
+        if fn is not None and not (module == "dataclasses" or module.startswith("attr")):
+            return True
+    return False
 
 
 def _slot_names(klass):

@@ -1,29 +1,30 @@
 """Save: a root -> plain records (type table, records, root value).
 
 The walk is an iterative depth-first traversal that emits each object's record in
-post-order, so a record only refers forward along a reference cycle. A reference is a
-one-element list ``[index]``; every mention of one object shares the same list, whose
-index is filled in when the object's record is emitted.
+post-order, so a record only refers forward along a reference cycle. While an object
+waits, every mention of it shares one *cell*, a one-element list that receives its index
+when its record is emitted. Emitting a record turns its finished cells into
+back-references ``[target - here]``; cells still waiting (cycles) keep the absolute
+index they receive later.
 
 Errors carry the object path from the root; the path is only computed when something
 fails, so the common path pays nothing for it.
 """
 
 import functools
+import operator
 import sys
 import types
-
-import msgpack
 
 from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
 from .adapters.containers import flat_items, ordered_members
 from .adapters.stdlib import BIG_INT
 from .errors import SaveError
+from .format import ABSENT
 from .registry import REGISTRY
 from .schema import BUILTIN_BASES, schema_of, solid_base
 
-ABSENT = msgpack.ExtType(0, b"")   # an unset slot
 STATE_FIELDS = ("__getstate__",)   # type-table fields of a __getstate__ record
 
 PRIMITIVES = frozenset((type(None), bool, int, float, str, bytes))
@@ -49,30 +50,63 @@ class Walker:
         self.type_index = {}     # adapter or (class, shape) -> index
         self.records = []
         self.memo = {}           # id(obj) -> reference cell
-        self.keep = []           # objects whose ids are in memo stay alive
         self.stack = []
-        self.inprogress = {}     # id(obj) -> its record, until emitted
-        self.weak = []           # (record, weakref target) to patch after the walk
+        self.inprogress = {}     # id(obj) -> its record, while its children are visited
+        self.weak = []           # (weakref, target): patched in if the target was saved
         self.handlers = {}       # class -> fn(obj) -> record
         self.prims = PRIMITIVES - {int} if wide_ints else PRIMITIVES
         self.assets = REGISTRY.asset_id_of
+        self.mention, self.refs = self._make_mention()
+
+    def _make_mention(self):
+        memo, stack, inprogress, prims = self.memo, self.stack, self.inprogress, self.prims
+        keep = []   # temporaries (state dicts, item lists) must outlive their memo ids
+        memo_get, push, keep_alive = memo.get, stack.append, keep.append
+
+        def mention(obj):
+            """The reference for ``obj`` (scheduling its visit), or the inline value."""
+            oid = id(obj)
+            cell = memo_get(oid)
+            if cell is not None:
+                if cell[0] is None and oid not in inprogress:
+                    push(obj)            # not visited yet: visit it here, depth-first
+                return cell
+            if obj.__class__ is int and _INT_MIN <= obj < _INT_END or obj is ABSENT:
+                return obj
+            cell = memo[oid] = [None]
+            keep_alive(obj)
+            push(obj)
+            return cell
+
+        def refs(tindex, parts):
+            return [tindex, *[v if v.__class__ in prims else mention(v) for v in parts]]
+
+        return mention, refs
 
     # -- the traversal -----------------------------------------------------------------
 
     def run(self, root):
         root_value = self.value(root)
         stack, memo, inprogress, records = self.stack, self.memo, self.inprogress, self.records
+        handlers, assets, pop = self.handlers, self.assets, stack.pop
         while stack:
             obj = stack[-1]
             oid = id(obj)
             cell = memo[oid]
             if cell[0] is not None:          # already emitted via another path
-                stack.pop()
+                pop()
                 continue
-            rec = inprogress.get(oid)
-            if rec is None:                  # first visit: build the record, push children
+            rec = inprogress.pop(oid, None)
+            if rec is None:                  # first visit: build the record
+                base = len(stack)
                 try:
-                    inprogress[oid] = self.record_of(obj)
+                    if assets and oid in assets:
+                        rec = [self.index_of(ASSET), assets[oid]]
+                    else:
+                        handler = handlers.get(obj.__class__)
+                        if handler is None:
+                            handler = handlers[obj.__class__] = self.handler_for(obj.__class__)
+                        rec = handler(obj)
                 except SaveError as e:
                     if e.path is None:
                         raise SaveError(e.reason, find_path(root, obj)) from e.__cause__
@@ -80,53 +114,27 @@ class Walker:
                 except Exception as e:
                     raise SaveError(f"{type(obj).__qualname__} could not be saved: "
                                     f"{type(e).__name__}: {e}", find_path(root, obj)) from e
-            else:                            # children done: emit
-                stack.pop()
-                del inprogress[oid]
-                cell[0] = len(records)
-                records.append(rec)
-        for rec, target in self.weak:
+                pushed = len(stack) - base
+                if pushed:                   # visit the children first, in order
+                    inprogress[oid] = rec
+                    if pushed > 1:
+                        stack[base:] = stack[:base - 1:-1]
+                    continue
+            pop()                            # children done (or none): emit
+            here = cell[0] = len(records)
+            records.append([[c[0] - here] if c.__class__ is list and c[0] is not None
+                            else c for c in rec])
+        for holder, target in self.weak:
             cell = memo.get(id(target))
             if cell is not None:
-                rec[1] = cell
+                here, there = memo[id(holder)][0], cell[0]
+                records[here][1] = [there - here] if there < here else [there]
+        if root_value.__class__ is list:
+            root_value = [root_value[0] - len(records)]
         return self.types, records, root_value
 
     def value(self, v):
         return v if v.__class__ in self.prims else self.mention(v)
-
-    def mention(self, obj):
-        """The reference for ``obj`` (scheduling its visit), or the inline value."""
-        cls = obj.__class__
-        if cls is int:
-            if _INT_MIN <= obj < _INT_END:
-                return obj
-        elif obj is ABSENT:
-            return obj
-        oid = id(obj)
-        cell = self.memo.get(oid)
-        if cell is None:
-            cell = self.memo[oid] = [None]
-            self.keep.append(obj)
-            self.stack.append(obj)
-        elif cell[0] is None and oid not in self.inprogress:
-            self.stack.append(obj)       # not visited yet: visit it here, depth-first
-        return cell
-
-    def record_of(self, obj):
-        if self.assets:
-            asset_id = self.assets.get(id(obj))
-            if asset_id is not None:
-                return [self.index_of(ASSET), asset_id]
-        handler = self.handlers.get(obj.__class__)
-        if handler is None:
-            handler = self.handlers[obj.__class__] = self.handler_for(obj.__class__)
-        return handler(obj)
-
-    def refs(self, tindex, parts):
-        prims = self.prims
-        rec = [tindex]
-        rec.extend([v if v.__class__ in prims else self.mention(v) for v in parts])
-        return rec
 
     # -- type table --------------------------------------------------------------------
 
@@ -173,6 +181,38 @@ class Walker:
                 f"mark the field autosave.transient, or give the class "
                 f"__getstate__/__setstate__")
         REGISTRY.check_savable_name(cls, "class")
+        return self.instance_handler(cls, schema)
+
+    def instance_handler(self, cls, schema):
+        """A handler specialised to the class's layout; save_instance covers the rest."""
+        plain_access = (cls.__getattribute__ is object.__getattribute__
+                        and not hasattr(cls, "__getattr__"))
+        if schema.base is None and not schema.has_dict and plain_access:
+            slots = schema.saved_slots
+            t = self.index_of((cls, slots), schema.name, schema.version, slots)
+            if not slots:
+                return lambda obj: [t]
+            get = operator.attrgetter(*slots)
+            one = len(slots) == 1
+
+            def save_slotted(obj):
+                try:
+                    values = get(obj)
+                except AttributeError:       # an unset slot
+                    return self.save_instance(obj)
+                return self.refs(t, (values,) if one else values)
+            return save_slotted
+        if schema.base is None and schema.has_dict and not schema.saved_slots and not schema.transient:
+            shapes = {}
+
+            def save_dict(obj):
+                d = obj.__dict__
+                shape = tuple(d)
+                t = shapes.get(shape)
+                if t is None:
+                    t = shapes[shape] = self.index_of((cls, shape), schema.name, schema.version, shape)
+                return self.refs(t, d.values())
+            return save_dict
         return self.save_instance
 
     def refuse(self, reason, obj):
@@ -191,7 +231,7 @@ class Walker:
         rec = [self.index_of(adapter), None]
         target = obj()
         if target is not None:
-            self.weak.append((rec, target))
+            self.weak.append((obj, target))
         return rec
 
     def save_big_int(self, obj):
