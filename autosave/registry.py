@@ -29,7 +29,8 @@ SAFE_STDLIB_FUNCTIONS = frozenset(
         "and_ or_ xor invert index getitem contains concat is_ is_not lshift rshift"
     ).split()]
     + ["random.Random", "collections.OrderedDict", "collections.Counter",
-       "collections.deque", "collections.defaultdict"]
+       "collections.deque", "collections.defaultdict",
+       "operator.itemgetter", "operator.attrgetter", "operator.methodcaller"]
 )
 
 
@@ -50,6 +51,9 @@ class Registry:
     # -- registration ----------------------------------------------------------------
 
     def register_class(self, cls, name=None, aliases=(), version=None):
+        """Record cls under its stable name and aliases. A module executed again (a
+        reload, a patched build in the same process) replaces its own classes, and so
+        does any class replacing one whose module is gone."""
         if name is not None:
             cls.__autosave_name__ = name
         if version is not None:
@@ -59,7 +63,8 @@ class Registry:
         stable = stable_name(cls)
         for key in (stable, *aliases):
             known = self.by_name.get(key)
-            if known is not None and known is not cls and _same_def(known, cls) is False:
+            if (known is not None and known is not cls and known.__module__ != cls.__module__
+                    and known.__module__ in sys.modules):
                 raise ValueError(
                     f"two classes claim the save name {key!r}: "
                     f"{known.__module__}.{known.__qualname__} and {cls.__module__}.{cls.__qualname__}"
@@ -172,11 +177,6 @@ def stable_name(obj):
 
 def class_version(cls):
     return cls.__dict__.get("__autosave_version__", 1)
-
-
-def _same_def(a, b):
-    """Re-running a module (tests, reloads) re-registers an equivalent class: allow it."""
-    return a.__module__ == b.__module__ and a.__qualname__ == b.__qualname__ or False
 
 
 REGISTRY = Registry()

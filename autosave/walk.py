@@ -22,7 +22,7 @@ from .adapters.containers import flat_items, ordered_members
 from .adapters.stdlib import BIG_INT
 from .errors import SaveError
 from .format import ABSENT
-from .registry import REGISTRY
+from .registry import REGISTRY, SAFE_STDLIB_FUNCTIONS
 from .schema import BUILTIN_BASES, schema_of, solid_base
 
 STATE_FIELDS = ("__getstate__",)   # type-table fields of a __getstate__ record
@@ -165,7 +165,7 @@ class Walker:
         if reason is not None:
             return functools.partial(self.refuse, reason)
         schema = schema_of(cls)
-        if schema.strategy == "reduce":
+        if schema.strategy == "reduce" or schema.name in SAFE_STDLIB_FUNCTIONS:
             return self.save_reduce
         if schema.strategy in ("enum", "state"):
             REGISTRY.check_savable_name(cls, "class")

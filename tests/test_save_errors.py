@@ -1,0 +1,143 @@
+"""Unsaveable things fail the save with the object path and what to do; a failed or
+interrupted save never damages the previous file."""
+
+import os
+import socket
+import threading
+
+import attrs
+import pytest
+
+import autosave
+
+autosave.allow(__name__)
+
+
+@attrs.define(eq=False)
+class Ai:
+    plan: object = None
+
+
+@attrs.define(eq=False)
+class Npc:
+    name: str
+    ai: Ai = attrs.Factory(Ai)
+
+
+@attrs.define(eq=False)
+class Squad:
+    leader: Npc
+    members: list
+
+
+@autosave.save_root
+@attrs.define(eq=False)
+class World:
+    squads: list = attrs.Factory(list)
+
+
+def patrol():
+    yield "north"
+    yield "south"
+
+
+def make_world(plan):
+    npcs = [Npc(f"n{i}") for i in range(3)]
+    world = World([Squad(npcs[0], npcs) for _ in range(4)])
+    bad = Npc("bad", Ai(plan))
+    world.squads[3].leader = bad
+    return world
+
+
+def test_plain_generator_names_path_function_and_fix():
+    gen = patrol()
+    next(gen)
+    with pytest.raises(autosave.SaveError) as e:
+        autosave.dumps(make_world(gen))
+    assert e.value.path == "root.squads[3].leader.ai.plan"
+    message = str(e.value)
+    assert "patrol()" in message and "test_save_errors.py" in message
+    assert "@autosave.coroutine" in message and "autosave.transient" in message
+
+
+def test_socket_is_refused_with_path():
+    sock = socket.socket()
+    try:
+        with pytest.raises(autosave.SaveError, match=r"root.squads\[3\].leader.ai.plan:.*transient"):
+            autosave.dumps(make_world(sock))
+    finally:
+        sock.close()
+
+
+def test_open_file_is_refused(tmp_path):
+    with open(tmp_path / "x.txt", "w") as f:
+        with pytest.raises(autosave.SaveError, match=r"ai.plan.*TextIOWrapper"):
+            autosave.dumps(make_world(f))
+
+
+def test_lock_is_refused():
+    with pytest.raises(autosave.SaveError, match=r"ai.plan.*lock"):
+        autosave.dumps(make_world(threading.Lock()))
+
+
+def test_class_defined_in_a_function_is_refused():
+    class Local:
+        pass
+    with pytest.raises(autosave.SaveError, match=r"ai.plan.*defined inside a function.*saveable\(name="):
+        autosave.dumps(make_world(Local()))
+
+
+@attrs.define
+class Holder:
+    sock: object = attrs.field(default=None, metadata=autosave.transient)
+
+
+def test_transient_field_skips_unsaveable_value():
+    sock = socket.socket()
+    try:
+        back = autosave.loads(autosave.dumps(Holder(sock)))
+        assert back.sock is None
+    finally:
+        sock.close()
+
+
+def test_failed_save_leaves_old_file(tmp_path):
+    path = tmp_path / "slot1.sav"
+    autosave.save(path, World())
+    before = path.read_bytes()
+    with pytest.raises(autosave.SaveError):
+        autosave.save(path, make_world(patrol()))
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["slot1.sav"]
+
+
+def test_crash_during_replace_leaves_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "slot1.sav"
+    autosave.save(path, World())
+    before = path.read_bytes()
+
+    def power_cut(src, dst):
+        raise OSError("power cut")
+    monkeypatch.setattr(os, "replace", power_cut)
+    with pytest.raises(OSError, match="power cut"):
+        autosave.save(path, make_world(None))
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["slot1.sav"]
+
+
+def test_save_then_load_file(tmp_path):
+    world = make_world("charge")
+    size = autosave.save(tmp_path / "w.sav", world)
+    assert size == (tmp_path / "w.sav").stat().st_size
+    back = autosave.load(tmp_path / "w.sav")
+    assert back.squads[3].leader.ai.plan == "charge"
+    assert back.squads[0].members is back.squads[1].members
+    assert back.squads[0].leader is back.squads[0].members[0]
+
+
+def test_load_error_names_the_file(tmp_path):
+    path = tmp_path / "broken.sav"
+    path.write_bytes(b"\x89ASV\x01\x93")
+    with pytest.raises(autosave.FormatError) as e:
+        autosave.load(path)
+    assert str(path) in "".join(e.value.__notes__)
