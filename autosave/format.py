@@ -63,12 +63,13 @@ def decode(data):
 
 
 def to_jsonable(data):
-    """A save as plain JSON-ready data: readable, for `autosave dump`."""
+    """A save as plain JSON-ready data, for `autosave dump`: references shown as
+    ``{"ref": absolute record index}``, bytes as hex, unset slots as ``{"unset": true}``."""
     types, records, root = decode(data)
 
-    def value(v):
+    def value(v, here):
         if type(v) is list:
-            return {"ref": v[0]}
+            return {"ref": v[0] + here if type(v[0]) is int and v[0] < 0 else v[0]}
         if type(v) is bytes:
             return {"bytes": v.hex()}
         if type(v) is float and (v != v or v in (float("inf"), float("-inf"))):
@@ -80,7 +81,7 @@ def to_jsonable(data):
     out_records = []
     for i, rec in enumerate(records):
         name, version, fields = types[rec[0]]
-        payload = [value(v) for v in rec[1:]]
+        payload = [value(v, i) for v in rec[1:]]
         entry = {"id": i, "type": name}
         if fields:
             entry["fields"] = dict(zip(fields, payload))
@@ -93,6 +94,6 @@ def to_jsonable(data):
     return {
         "format": VERSION,
         "types": [{"name": n, "version": v, "fields": f} for n, v, f in types],
-        "root": value(root),
+        "root": value(root, len(records)),
         "records": out_records,
     }

@@ -1,0 +1,61 @@
+"""`autosave dump`: a save as readable JSON, safe on any file."""
+
+import json
+import subprocess
+import sys
+
+import attrs
+
+import autosave
+from autosave.cli import main
+
+autosave.allow(__name__)
+
+
+@attrs.define(eq=False)
+class Npc:
+    name: str
+    friend: object = None
+
+
+def test_dump_shows_types_fields_and_references(tmp_path, capsys):
+    a, b = Npc("a"), Npc("b")
+    a.friend, b.friend = b, a
+    path = tmp_path / "w.sav"
+    autosave.save(path, [a, b, b"\x00\xff"])
+    assert main(["dump", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    by_id = {r["id"]: r for r in doc["records"]}
+    root = by_id[doc["root"]["ref"]]
+    assert root["type"] == "builtins.list"
+    first = by_id[root["args"][0]["ref"]]
+    second = by_id[root["args"][1]["ref"]]
+    assert first["type"] == f"{__name__}.Npc" and first["fields"]["name"] == "a"
+    assert by_id[first["fields"]["friend"]["ref"]] is second
+    assert by_id[second["fields"]["friend"]["ref"]] is first
+    assert root["args"][2] == {"bytes": "00ff"}
+
+
+def test_dump_never_imports_what_it_shows(tmp_path, capsys):
+    import msgpack
+    path = tmp_path / "evil.sav"
+    path.write_bytes(b"\x89ASV\x01" + msgpack.packb([[["antigravity.X", 1, []]], [[0]], [-1]]))
+    assert main(["dump", str(path)]) == 0
+    assert "antigravity.X" in capsys.readouterr().out
+    assert "antigravity" not in sys.modules
+
+
+def test_dump_of_corrupt_file_is_a_clean_error(tmp_path, capsys):
+    path = tmp_path / "bad.sav"
+    path.write_bytes(b"not a save")
+    assert main(["dump", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.sav" in err and "not an autosave file" in err
+
+
+def test_cli_runs_as_a_module(tmp_path):
+    path = tmp_path / "n.sav"
+    autosave.save(path, {"hp": 3})
+    out = subprocess.run([sys.executable, "-m", "autosave.cli", "dump", str(path), "--indent", "0"],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out)["types"][0]["name"] == "builtins.dict"
