@@ -11,6 +11,7 @@
 3. ``__autosave_loaded__`` hooks run last, in record order.
 """
 
+from collections import deque
 from itertools import islice
 from operator import is_
 
@@ -101,7 +102,7 @@ class InstancePlan:
         self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
         base = schema.base
         self.base = base
-        self.mutable = base is None or base in (list, dict, set)
+        self.mutable = base is None or base in (list, dict, set, deque)
         self.has_fill = True
         self.build_slice = slice(1 + self.nfields, None)
         self.build_finished = self.build_slice if base is frozenset else None
@@ -198,6 +199,11 @@ class InstancePlan:
             dict.update(obj, zip(it, it))
         elif base is set:
             set.update(obj, islice(vals, 1 + nf, None))
+        elif base is deque:
+            maxlen = vals[1 + nf]
+            if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
+                raise ValueError(f"deque maxlen {maxlen!r} is not a non-negative int")
+            deque.__init__(obj, islice(vals, 2 + nf, None), maxlen)
 
     def set_field(self, obj, name, value):
         if name in self.slots:

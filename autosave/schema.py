@@ -8,9 +8,10 @@ code from the same data. Strategies, chosen in this order:
 * ``state``    the class defines ``__getstate__`` or ``__setstate__`` itself
 * ``instance`` everything else: slot values and ``__dict__`` entries as fields, plus the
                base value when the class subclasses list/dict/set/frozenset/tuple/str/
-               int/float/bytes
+               int/float/bytes/deque
 """
 
+import collections
 import dataclasses
 import enum
 import types
@@ -29,7 +30,7 @@ back as its default (or factory) value."""
 NO_DEFAULT = object()
 
 # Builtin bases an instance may extend; the base value is saved after the fields.
-BUILTIN_BASES = (list, dict, set, frozenset, tuple, str, int, float, bytes)
+BUILTIN_BASES = (list, dict, set, frozenset, tuple, str, int, float, bytes, collections.deque)
 
 _HEAPTYPE = 1 << 9
 
@@ -76,14 +77,6 @@ class ClassSchema:
             else:
                 names.extend(d)
         return tuple(names)
-
-    def default_for(self, field):
-        d = self.defaults.get(field)
-        if d is not None and d.exists:
-            return d
-        if self.has_dict and field in self.transient:
-            return None  # plain attribute: simply absent, class attribute shows through
-        return d
 
 
 _schemas = {}

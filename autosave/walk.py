@@ -15,6 +15,7 @@ import functools
 import operator
 import sys
 import types
+from collections import deque
 
 from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
@@ -121,9 +122,10 @@ class Walker:
                         stack[base:] = stack[:base - 1:-1]
                     continue
             pop()                            # children done (or none): emit
-            here = cell[0] = len(records)
+            here = len(records)
             records.append([[c[0] - here] if c.__class__ is list and c[0] is not None
                             else c for c in rec])
+            cell[0] = here                   # after: a self-reference stays absolute
         for holder, target in self.weak:
             cell = memo.get(id(target))
             if cell is not None:
@@ -149,6 +151,8 @@ class Walker:
 
     def handler_for(self, cls):
         adapter = ADAPTERS_BY_TYPE.get(cls)
+        if cls is set or cls is frozenset:
+            return functools.partial(self.save_set, adapter)
         if adapter is not None:
             if getattr(adapter, "weak", False):
                 return functools.partial(self.save_weak, adapter)
@@ -226,6 +230,13 @@ class Walker:
 
     def save_adapter(self, adapter, obj):
         return self.refs(self.index_of(adapter), adapter.parts(obj))
+
+    def save_set(self, adapter, obj):
+        return self.refs(self.index_of(adapter), ordered_members(obj, self.written_index))
+
+    def written_index(self, obj):
+        cell = self.memo.get(id(obj))
+        return cell[0] if cell is not None else None
 
     def save_weak(self, adapter, obj):
         rec = [self.index_of(adapter), None]
@@ -307,17 +318,19 @@ class Walker:
             else:
                 values.extend(d.values())
         if schema.base is not None:
-            values.extend(base_payload(schema.base, obj))
+            values.extend(base_payload(schema.base, obj, self.written_index))
         return self.refs(t, values)
 
 
-def base_payload(base, obj):
+def base_payload(base, obj, written_index):
     if base is list or base is tuple:
         return base.__iter__(obj)
+    if base is deque:
+        return [obj.maxlen, *deque.__iter__(obj)]
     if base is dict:
         return flat_items(dict(dict.items(obj)))
     if base is set or base is frozenset:
-        return ordered_members(base(base.__iter__(obj)))
+        return ordered_members(base(base.__iter__(obj)), written_index)
     if base is str:
         return [str.__getitem__(obj, slice(None))]
     if base is int:
@@ -330,63 +343,57 @@ def base_payload(base, obj):
 # -- object paths for error messages ---------------------------------------------------
 
 def find_path(root, target):
-    """The first path from root to target, breadth-first, as 'root.a.b[3]'."""
-    from collections import deque
+    """The shortest path from root to target, as 'root.squads[3].leader'."""
     seen = {id(root)}
     queue = deque([(root, "root")])
     while queue:
         obj, path = queue.popleft()
         if obj is target:
             return path
-        for label, child in labelled_children(obj):
-            if child.__class__ in PRIMITIVES or id(child) in seen:
-                continue
-            seen.add(id(child))
-            queue.append((child, path + label))
+        try:
+            children = list(labelled_children(obj))
+        except Exception:       # a broken object on the way: look past it
+            continue
+        for label, child in children:
+            if child.__class__ not in PRIMITIVES and id(child) not in seen:
+                seen.add(id(child))
+                queue.append((child, path + label))
     return "root.<unreachable>"
 
 
 def labelled_children(obj):
-    try:
-        if isinstance(obj, dict):
-            for i, (k, v) in enumerate(dict.items(obj)):
-                yield f"<key {i}>", k
-                yield f"[{k!r}]", v
-        elif isinstance(obj, (list, tuple, set, frozenset)) or obj.__class__ in (
-                ADAPTERS_BY_TYPE.keys() - {types.FunctionType}):
-            if isinstance(obj, (list, tuple)):
-                yield from ((f"[{i}]", v) for i, v in enumerate(obj))
-            elif isinstance(obj, (set, frozenset)):
-                yield from ((f"{{{i}}}", v) for i, v in enumerate(obj))
-        if isinstance(obj, types.FunctionType):
-            for name, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
-                try:
-                    yield f".<closure {name}>", cell.cell_contents
-                except ValueError:
-                    pass
-            return
-        if isinstance(obj, (types.MethodType,)):
-            yield ".__self__", obj.__self__
-            return
-        if isinstance(obj, functools.partial):
-            yield ".func", obj.func
-            yield from ((f".args[{i}]", a) for i, a in enumerate(obj.args))
-            yield from ((f".keywords[{k!r}]", v) for k, v in obj.keywords.items())
-            return
-        if type(obj).__module__ == "builtins" or isinstance(obj, type):
-            return
-        if hasattr(obj, "__getstate__") and schema_of(type(obj)).strategy == "state":
-            state = obj.__getstate__()
-            if isinstance(state, dict):
-                yield from ((f".{k}", v) for k, v in state.items())
-            return
+    """(label, child) pairs, mirroring what the walk visits."""
+    if isinstance(obj, dict):
+        for i, (k, v) in enumerate(dict.items(obj)):
+            yield f"<key {i}>", k
+            yield f"[{k!r}]", v
+    elif isinstance(obj, (list, tuple, deque)):
+        yield from ((f"[{i}]", v) for i, v in enumerate(obj))
+    elif isinstance(obj, (set, frozenset)):
+        yield from ((f"<member {i}>", v) for i, v in enumerate(obj))
+    if isinstance(obj, types.FunctionType):
+        for name, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
+            if cell.cell_contents is not None:
+                yield f"<closure {name}>", cell.cell_contents
+        yield from ((f"<default {i}>", v) for i, v in enumerate(obj.__defaults__ or ()))
+    elif isinstance(obj, types.MethodType):
+        yield ".__self__", obj.__self__
+    elif isinstance(obj, functools.partial):
+        yield ".func", obj.func
+        yield from ((f".args[{i}]", a) for i, a in enumerate(obj.args))
+        yield from ((f".keywords[{k!r}]", v) for k, v in obj.keywords.items())
+    elif isinstance(obj, type) or type(obj).__module__ == "builtins" or type(obj) in ADAPTERS_BY_TYPE:
+        return
+    elif schema_of(type(obj)).strategy == "state":
+        state = obj.__getstate__()
+        if isinstance(state, dict):
+            yield from ((f".{k}", v) for k, v in state.items())
+    else:
         schema = schema_of(type(obj))
-        for name in schema.slots:
+        for name in schema.saved_slots:
             try:
                 yield f".{name}", object.__getattribute__(obj, name)
             except AttributeError:
                 pass
         if schema.has_dict:
             yield from ((f".{k}", v) for k, v in obj.__dict__.items())
-    except Exception:
-        return

@@ -9,17 +9,54 @@ import collections
 import types as pytypes
 from itertools import islice
 
+from ..schema import schema_of
 from .base import Adapter, register_adapter
 
 
-def ordered_members(s):
-    """Set members in a canonical order where one exists, else iteration order."""
+def ordered_members(s, written_index=None):
+    """Set members in an order that depends on their contents, not on hashing.
+
+    All strings, all bytes or all numbers: sorted. Otherwise members already written
+    come first, by record index, then the rest by a shallow signature of their
+    contents (type name and plain field values). Only members that agree on all of
+    that keep their iteration order between them.
+    """
     kinds = {type(x) for x in s}
     if len(kinds) == 1 and (str in kinds or bytes in kinds):
         return sorted(s)
     if kinds and kinds <= {int, float} and all(x == x for x in s):
         return sorted(s)
-    return list(s)
+
+    def key(x):
+        index = written_index(x) if written_index is not None else None
+        if index is not None:
+            return (0, index, "")
+        return (1, 0, signature(x))
+    return sorted(s, key=key)
+
+
+_SIMPLE = (type(None), bool, int, float, str, bytes)
+
+
+def signature(x, depth=2):
+    """A deterministic text for x from its type and plain values, a few levels deep."""
+    cls = type(x)
+    if cls in _SIMPLE:
+        return f"{cls.__name__}:{x!r}"
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if depth == 0:
+        return name
+    if isinstance(x, (tuple, list)):
+        inner = [signature(v, depth - 1) for v in x]
+    elif isinstance(x, (set, frozenset)):
+        inner = sorted(signature(v, depth - 1) for v in x)
+    elif isinstance(x, dict):
+        inner = sorted(f"{signature(k, depth - 1)}={signature(v, depth - 1)}" for k, v in x.items())
+    else:
+        fields = {s: getattr(x, s) for s in schema_of(cls).saved_slots if hasattr(x, s)}
+        fields.update(getattr(x, "__dict__", {}))
+        inner = [f"{k}={signature(v, depth - 1)}" for k, v in fields.items()]
+    return f"{name}({','.join(inner)})"
 
 
 def pairs(vals, start=1):
