@@ -1,0 +1,111 @@
+"""autosave next to pickle (protocol 5), as a Markdown table.
+
+    python benchmarks/compare.py               # both graphs, median of 7 runs, ~30 s
+    python benchmarks/compare.py --runs 3 level-15k
+
+For each graph in graphs.py: build it, check that autosave and pickle both give back
+the same graph (so nothing broken is ever timed), then time save (dumps) and load
+(loads) in memory: one warm-up round, then the median of --runs runs, each with the
+garbage collector off (collected between runs, untimed). autosave and pickle runs
+alternate, so background load on a busy machine skews both sides alike. Everything
+runs on a big-stack thread because pickle recurses once per level of nesting.
+Ratios are autosave / pickle: above 1 means autosave is slower or bigger.
+"""
+
+import argparse
+import gc
+import os
+import pickle
+import platform
+import statistics
+import sys
+import time
+
+import autosave
+from graphs import GRAPHS, allow_deep_recursion, count_objects, deep_call, same_graph
+
+
+def median_ms(a, b, runs):
+    """Median wall times in ms of the calls a and b, each (fn, arg): gc off while timing.
+
+    The runs alternate a, b, a, b, ... so that background load on a busy machine slows
+    both sides alike and their ratio stays meaningful. One warm-up round comes first.
+    """
+    times = ([], [])
+    for i in range(runs + 1):
+        for side, (fn, arg) in enumerate((a, b)):
+            result = None
+            gc.collect()
+            gc.disable()
+            try:
+                started = time.perf_counter()
+                result = fn(arg)
+                elapsed = time.perf_counter() - started
+            finally:
+                gc.enable()
+            del result
+            if i:
+                times[side].append(elapsed)
+    return [statistics.median(t) * 1000 for t in times]
+
+
+def measure(name, runs):
+    root = GRAPHS[name]()
+    objects = count_objects(root)
+    a_bytes = autosave.dumps(root)
+    p_bytes = pickle.dumps(root, protocol=5)
+    same_graph(root, autosave.loads(a_bytes))
+    same_graph(root, pickle.loads(p_bytes))
+    a_save, p_save = median_ms((autosave.dumps, root),
+                               (lambda r: pickle.dumps(r, protocol=5), root), runs)
+    a_load, p_load = median_ms((autosave.loads, a_bytes), (pickle.loads, p_bytes), runs)
+    return {
+        "graph": name, "objects": objects,
+        "a_save": a_save, "p_save": p_save, "a_load": a_load, "p_load": p_load,
+        "a_bytes": len(a_bytes), "p_bytes": len(p_bytes),
+    }
+
+
+def table(rows):
+    head = ["graph", "objects", "autosave save ms", "pickle save ms", "save ratio",
+            "autosave load ms", "pickle load ms", "load ratio", "autosave bytes",
+            "pickle bytes", "size ratio"]
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    for r in rows:
+        cells = [
+            r["graph"], f"{r['objects']:,}",
+            f"{r['a_save']:.1f}", f"{r['p_save']:.1f}", f"{r['a_save'] / r['p_save']:.2f}x",
+            f"{r['a_load']:.1f}", f"{r['p_load']:.1f}", f"{r['a_load'] / r['p_load']:.2f}x",
+            f"{r['a_bytes']:,}", f"{r['p_bytes']:,}", f"{r['a_bytes'] / r['p_bytes']:.2f}x",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("graphs", nargs="*", metavar="GRAPH",
+                        help=f"graphs to run (default: all of {', '.join(GRAPHS)})")
+    parser.add_argument("--runs", type=int, default=7, help="timed runs per operation (default 7)")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.graphs) - set(GRAPHS))
+    if unknown:
+        parser.error(f"unknown graph {', '.join(unknown)}; choose from {', '.join(GRAPHS)}")
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    allow_deep_recursion()
+    started = time.perf_counter()
+    rows = []
+    for name in args.graphs or GRAPHS:
+        print(f"{name}: building, checking round trips, timing...", file=sys.stderr, flush=True)
+        rows.append(deep_call(measure, name, args.runs))
+    print(f"autosave {autosave.__version__}, Python {platform.python_version()}, "
+          f"{platform.machine()} x{os.cpu_count()}, median of {args.runs} runs, gc off "
+          f"while timing; ratio = autosave / pickle protocol 5\n")
+    print(table(rows))
+    print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
