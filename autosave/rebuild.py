@@ -326,23 +326,24 @@ class Loader:
                                 f"{type(e).__name__}: {e}") from e
         return root
 
-    def can_build(self, plan, rec, vals, slow, force=False):
+    def can_build(self, plan, rec, vals, slow):
         if slow and _has_missing(vals[plan.build_slice]):
             return False
-        return force or plan.build_finished is None or not self.waits(rec, plan.build_finished)
+        return plan.build_finished is None or not self.hashes_open_cycle(rec, plan.build_finished)
 
-    def can_fill(self, plan, rec, vals, slow, force=False):
+    def can_fill(self, plan, rec, vals, slow):
         if slow and _has_missing(vals):
             return False
-        return force or plan.fill_finished is None or not self.waits(rec, plan.fill_finished)
+        return plan.fill_finished is None or not self.hashes_open_cycle(rec, plan.fill_finished)
 
-    def waits(self, rec, part):
-        """Whether rec[part] refers to objects not yet filled."""
-        unfinished, here = self.unfinished, self.current
-        if not unfinished:
-            return False
-        return any(v.__class__ is list and (v[0] + here if v[0] < 0 else v[0]) in unfinished
-                   for v in rec[part])
+    def hashes_open_cycle(self, rec, part):
+        """Whether hashing rec[part] could reach an object not filled yet.
+
+        A key's hash may run through its fields to objects beyond it, so while any
+        object is allocated but unfilled (a cycle is open), object keys wait for the
+        end of the pass, when every instance is filled. Plain keys never wait.
+        """
+        return bool(self.unfinished) and any(v.__class__ is list for v in rec[part])
 
     def value(self, v):
         if v.__class__ is list:
@@ -380,40 +381,85 @@ class Loader:
         return vals
 
     def finish_deferred(self, deferred, hooks):
-        """Retry waiting records until none is left; only cycles can keep one waiting."""
-        objs, records, plans = self.objs, self.records, self.plans
-        force = False
-        while deferred:
-            waiting = []
-            for i in deferred:
-                self.current = i
-                rec = records[i]
-                plan = plans[rec[0]]
-                vals = self.resolve(rec)
-                if objs[i] is MISSING:
-                    if not self.can_build(plan, rec, vals, True, force):
-                        waiting.append(i)
-                        continue
-                    objs[i] = plan.build(vals)
-                    if plan.has_loaded_hook:
-                        hooks.append(i)
-                    if not plan.has_fill:
-                        continue
-                if self.can_fill(plan, rec, vals, True, force):
-                    plan.fill(objs[i], vals)
-                    self.unfinished.discard(i)
-                else:
-                    self.unfinished.add(i)
-                    waiting.append(i)
-            if len(waiting) == len(deferred):
-                if force:
-                    raise FormatError(
-                        f"records {waiting[:10]} form a reference cycle through immutable "
-                        f"objects that cannot be rebuilt")
-                force = True   # only cycles are left: fill with what exists, as pickle does
+        """Complete the records that waited, each as soon as what it waits for is done.
+
+        A waiting record registers on every record blocking it: on being *built* (an
+        immutable not made yet) or on being *finished* (a mutable not filled yet), and is
+        retried only when all of them are done, so this is linear in the references
+        whatever a file says. When nothing is ready but records remain, only cycles are
+        left: the records that wait just for fills are filled anyway, as pickle does.
+        """
+        objs, unfinished = self.objs, self.unfinished
+        on_built, on_finished, blockers = {}, {}, {}
+        waiting = set(deferred)
+        ready = deque(deferred)
+        only_fills = set()        # waiting, and blocked by nothing but unfinished fills
+
+        def complete(j, table):
+            for i in table.pop(j, ()):
+                if i in waiting:
+                    blockers[i] -= 1
+                    if blockers[i] == 0:
+                        ready.append(i)
+
+        def attempt(i, force):
+            self.current = i
+            rec = self.records[i]
+            plan = self.plans[rec[0]]
+            if objs[i] is MISSING:
+                building, missing_part, finished_part = True, plan.build_slice, plan.build_finished
             else:
-                force = False
-            deferred = waiting
+                building, missing_part, finished_part = False, ALL, plan.fill_finished
+            need_built = [j for j in self.targets(rec, missing_part, i) if objs[j] is MISSING]
+            need_finished = [] if force or finished_part is None else [
+                j for j in self.targets(rec, finished_part, i) if j in unfinished and j != i]
+            if need_built or need_finished:
+                blockers[i] = len(need_built) + len(need_finished)
+                for j in need_built:
+                    on_built.setdefault(j, []).append(i)
+                for j in need_finished:
+                    on_finished.setdefault(j, []).append(i)
+                if not need_built:
+                    only_fills.add(i)
+                return
+            only_fills.discard(i)
+            vals = self.resolve(rec)
+            if building:
+                objs[i] = plan.build(vals)
+                if plan.has_loaded_hook:
+                    hooks.append(i)
+                complete(i, on_built)
+                if plan.has_fill:
+                    unfinished.add(i)
+                    return attempt(i, force)
+            else:
+                plan.fill(objs[i], vals)
+            unfinished.discard(i)
+            waiting.discard(i)
+            complete(i, on_finished)
+
+        while waiting:
+            while ready:
+                i = ready.popleft()
+                if i in waiting:
+                    attempt(i, False)
+            if waiting:
+                stuck = sorted(only_fills & waiting)
+                only_fills.clear()
+                if not stuck:
+                    raise FormatError(
+                        f"records {sorted(waiting)[:10]} form a reference cycle through "
+                        f"immutable objects that cannot be rebuilt")
+                for i in stuck:
+                    if i in waiting:
+                        attempt(i, True)
+
+    def targets(self, rec, part, here):
+        """Absolute record indices of the references in rec[part]; rec is record ``here``."""
+        return [v[0] + here if v[0] < 0 else v[0] for v in rec[part] if v.__class__ is list]
+
+
+ALL = slice(1, None)
 
 
 def load_records(types, records, root_value):
