@@ -39,8 +39,7 @@ def dumps(root):
 def loads(data):
     """The root saved in ``data``. Raises only LoadError kinds on bad input."""
     with collector_paused():
-        types, records, root_value = decode(data)
-        return load_records(types, records, root_value)
+        return load_records(*decode(data))
 
 
 def save(path, root):

@@ -22,14 +22,22 @@ def _reject_map(pairs):
 ABSENT = msgpack.ExtType(0, b"")   # an unset slot
 
 
-def _ext(code, data):
-    if code == 0 and data == b"":
-        return ABSENT
-    raise FormatError(f"the save body holds msgpack extension type {code}")
+class _ExtHook:
+    """Decodes the one extension autosave writes, the unset-slot marker, counting them
+    so the loader can check each one stood in a slot field."""
+
+    def __init__(self):
+        self.unset = 0
+
+    def __call__(self, code, data):
+        if code == 0 and data == b"":
+            self.unset += 1
+            return ABSENT
+        raise FormatError(f"the save body holds msgpack extension type {code}")
 
 
 def decode(data):
-    """bytes -> (types, records, root value), structurally checked."""
+    """bytes -> (types, records, root value, unset-slot markers), structurally checked."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"autosave.loads() takes bytes, not {type(data).__name__}")
     data = bytes(data)
@@ -39,11 +47,12 @@ def decode(data):
     if data[4] != VERSION:
         raise FormatError(f"autosave file format version {data[4]} is not supported "
                           f"(this autosave reads version {VERSION})")
+    ext_hook = _ExtHook()
     try:
         # msgpack bounds every length by the input size before allocating it.
         body = msgpack.unpackb(memoryview(data)[len(HEADER):], raw=False, use_list=True,
                                unicode_errors="surrogatepass", strict_map_key=True,
-                               object_pairs_hook=_reject_map, ext_hook=_ext)
+                               object_pairs_hook=_reject_map, ext_hook=ext_hook)
     except FormatError:
         raise
     except msgpack.ExtraData:
@@ -59,13 +68,13 @@ def decode(data):
     for i, rec in enumerate(records):
         if type(rec) is not list or not rec or type(rec[0]) is not int or not 0 <= rec[0] < ntypes:
             raise FormatError(f"record {i} is malformed: {rec!r:.120}")
-    return types, records, root
+    return types, records, root, ext_hook.unset
 
 
 def to_jsonable(data):
     """A save as plain JSON-ready data, for `autosave dump`: references shown as
     ``{"ref": absolute record index}``, bytes as hex, unset slots as ``{"unset": true}``."""
-    types, records, root = decode(data)
+    types, records, root, _ = decode(data)
 
     def value(v, here):
         if type(v) is list:

@@ -100,6 +100,7 @@ class InstancePlan:
         self.fields = fields
         self.nfields = len(fields)
         self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
+        self.unset_slots = 0        # unset-slot markers consumed, checked against the file
         base = schema.base
         self.base = base
         self.mutable = base is None or base in (list, dict, set, deque)
@@ -164,6 +165,8 @@ class InstancePlan:
             v = vals[pos]
             if v is not ABSENT:
                 set_slot(obj, v)
+            else:
+                self.unset_slots += 1
 
     def build(self, vals):
         payload = vals[1 + self.nfields:]
@@ -187,6 +190,8 @@ class InstancePlan:
                 if is_slot:
                     if v is not ABSENT:
                         setattr_(obj, name, v)
+                    else:
+                        self.unset_slots += 1
                 else:
                     d[name] = v
         for name, default in self.defaults:
@@ -212,8 +217,12 @@ class InstancePlan:
             obj.__dict__[name] = value
 
     def fill_upgraded(self, obj, vals):
-        fields = {name: v for name, v in zip(self.fields, islice(vals, 1, None))
-                  if v is not ABSENT}
+        fields = {}
+        for name, v in zip(self.fields, islice(vals, 1, None)):
+            if v is not ABSENT:
+                fields[name] = v
+            elif name in self.slots:
+                self.unset_slots += 1
         for hook in self.upgrades:
             try:
                 fields = hook(fields)
@@ -267,55 +276,73 @@ def plan_for(index, entry):
 # -- records -> objects ------------------------------------------------------------------
 
 class Loader:
-    def __init__(self, types, records):
+    def __init__(self, types, records, unset_markers=0):
         self.plans = [plan_for(i, e) for i, e in enumerate(types)]
         self.records = records
         self.objs = []
         self.early = {}            # index -> mutable allocated before its record
         self.unfinished = set()    # allocated, not yet filled
+        self.unset_markers = unset_markers
         self.current = None
 
     def run(self, root_value):
-        records, plans, objs = self.records, self.plans, self.objs
+        records, objs = self.records, self.objs
         early, unfinished = self.early, self.unfinished
         deferred, hooks = [], []
         has_missing = False
-        for i, rec in enumerate(records):
-            self.current = i
-            plan = plans[rec[0]]
-            try:
-                vals = [objs[v[0]] if v.__class__ is list else v for v in rec]
-                slow = has_missing and _has_missing(vals)
-            except IndexError:
-                slow = True
-            if slow:
-                vals = self.resolve(rec)
-            if plan.mutable:
-                obj = early.pop(i, None) if early else None
-                if obj is None:
-                    obj = plan.allocate(rec)
-                objs.append(obj)
-            elif self.can_build(plan, rec, vals, slow):
-                obj = plan.build(vals)
-                objs.append(obj)
-            else:
-                objs.append(MISSING)
-                has_missing = True
-                deferred.append(i)
-                continue
-            if plan.has_fill:
-                if self.can_fill(plan, rec, vals, slow):
-                    plan.fill(obj, vals)
-                    if unfinished:
-                        unfinished.discard(i)
-                else:
-                    unfinished.add(i)
+        # Per type: (plan, mutable, fill or None, fill_finished, has __autosave_loaded__)
+        info = [(p, p.mutable, p.fill if p.has_fill else None, p.fill_finished, p.has_loaded_hook)
+                for p in self.plans]
+        append = objs.append
+        i = 0
+        try:
+            for i, rec in enumerate(records):
+                plan, mutable, fill, fill_finished, hook = info[rec[0]]
+                try:
+                    vals = [objs[v[0]] if v.__class__ is list else v for v in rec]
+                    slow = has_missing and _has_missing(vals)
+                except IndexError:              # a reference closing a cycle
+                    slow = True
+                if slow:
+                    forward, built = self.forward, len(objs)
+                    vals = [v if v.__class__ is not list else
+                            objs[v[0]] if v[0] < built else forward(v[0], i) for v in rec]
+                if mutable:
+                    obj = early.pop(i, None) if early else None
+                    if obj is None:
+                        obj = plan.allocate(rec)
+                    append(obj)
+                elif (slow and _has_missing(vals[plan.build_slice])) or (
+                        plan.build_finished is not None
+                        and self.hashes_open_cycle(rec, plan.build_finished)):
+                    append(MISSING)
+                    has_missing = True
                     deferred.append(i)
-            if plan.has_loaded_hook:
-                hooks.append(i)
+                    continue
+                else:
+                    obj = plan.build(vals)
+                    append(obj)
+                if fill is not None:
+                    if (slow and _has_missing(vals)) or (
+                            fill_finished is not None and self.hashes_open_cycle(rec, fill_finished)):
+                        unfinished.add(i)
+                        deferred.append(i)
+                    else:
+                        fill(obj, vals)
+                        if unfinished:
+                            unfinished.discard(i)
+                if hook:
+                    hooks.append(i)
+        except BaseException:
+            self.current = i
+            raise
         if deferred:
             self.finish_deferred(deferred, hooks)
         self.current = None
+        consumed = sum(getattr(p, "unset_slots", 0) for p in self.plans)
+        if consumed != self.unset_markers:
+            raise FormatError(f"the save holds {self.unset_markers} unset-slot markers, "
+                              f"{self.unset_markers - consumed} of them outside a slot field")
         root = self.value(root_value)
         for i in sorted(hooks) if deferred else hooks:
             obj = objs[i]
@@ -325,16 +352,6 @@ class Loader:
                 raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ failed: "
                                 f"{type(e).__name__}: {e}") from e
         return root
-
-    def can_build(self, plan, rec, vals, slow):
-        if slow and _has_missing(vals[plan.build_slice]):
-            return False
-        return plan.build_finished is None or not self.hashes_open_cycle(rec, plan.build_finished)
-
-    def can_fill(self, plan, rec, vals, slow):
-        if slow and _has_missing(vals):
-            return False
-        return plan.fill_finished is None or not self.hashes_open_cycle(rec, plan.fill_finished)
 
     def hashes_open_cycle(self, rec, part):
         """Whether hashing rec[part] could reach an object not filled yet.
@@ -353,32 +370,36 @@ class Loader:
             return self.objs[v[0]]
         return v
 
-    def resolve(self, rec):
-        """Resolve references one by one, allocating mutable targets of forward ones."""
-        objs, records, n, here = self.objs, self.records, len(self.records), self.current
+    def resolve(self, rec, here):
+        """Resolve record ``here``'s references one by one; a reference to a record not
+        reached yet allocates it early if it is mutable, else gives MISSING."""
+        objs = self.objs
+        built = len(objs)
         vals = [rec[0]]
         for v in islice(rec, 1, None):
             if v.__class__ is list:
-                j = v[0] if len(v) == 1 and type(v[0]) is int else None
-                if j is not None and j < 0:
+                j = v[0]
+                if len(v) != 1 or j.__class__ is not int:
+                    raise FormatError(f"record {here}: reference {v!r:.80} is malformed")
+                if j < 0:
                     j += here
-                if j is None or not 0 <= j < n:
-                    raise FormatError(f"record {here}: reference {v!r:.80} is malformed "
-                                      f"or out of range")
-                if j < len(objs):
-                    v = objs[j]
-                else:
-                    v = self.early.get(j)
-                    if v is None:
-                        target = records[j]
-                        plan = self.plans[target[0]]
-                        if plan.mutable:
-                            v = self.early[j] = plan.allocate(target)
-                            self.unfinished.add(j)
-                        else:
-                            v = MISSING
+                v = objs[j] if 0 <= j < built else self.forward(j, here)
             vals.append(v)
         return vals
+
+    def forward(self, j, here):
+        if not 0 <= j < len(self.records):
+            raise FormatError(f"record {here}: reference to record {j} is out of range "
+                              f"(0..{len(self.records) - 1})")
+        obj = self.early.get(j)
+        if obj is None:
+            target = self.records[j]
+            plan = self.plans[target[0]]
+            if not plan.mutable:
+                return MISSING
+            obj = self.early[j] = plan.allocate(target)
+            self.unfinished.add(j)
+        return obj
 
     def finish_deferred(self, deferred, hooks):
         """Complete the records that waited, each as soon as what it waits for is done.
@@ -423,7 +444,7 @@ class Loader:
                     only_fills.add(i)
                 return
             only_fills.discard(i)
-            vals = self.resolve(rec)
+            vals = self.resolve(rec, i)
             if building:
                 objs[i] = plan.build(vals)
                 if plan.has_loaded_hook:
@@ -462,10 +483,10 @@ class Loader:
 ALL = slice(1, None)
 
 
-def load_records(types, records, root_value):
+def load_records(types, records, root_value, unset_markers=0):
     loader = None
     try:
-        loader = Loader(types, records)
+        loader = Loader(types, records, unset_markers)
         return loader.run(root_value)
     except LoadError:
         raise

@@ -8,6 +8,7 @@ named with ``allow()``, and the built-in adapters. Nothing outside them is ever 
 
 import importlib
 import sys
+import types
 
 from .errors import IncompatibleSaveError, SaveError, UntrustedTypeError
 
@@ -154,15 +155,31 @@ class Registry:
                 except ImportError:
                     continue
             obj = module
-            try:
-                for attr in parts[split:]:
-                    obj = getattr(obj, attr)
-            except AttributeError:
-                continue
-            return obj
+            for attr in parts[split:]:
+                obj = getattr(obj, attr, None)
+                if isinstance(obj, types.ModuleType) and not self.is_allowed_module(obj.__name__):
+                    raise UntrustedTypeError(
+                        f"the save refers to {what} {name!r}, which reaches module "
+                        f"{obj.__name__!r} through {module_name!r}'s imports; that module "
+                        f"is outside the allowed namespaces")
+                if obj is None or isinstance(obj, types.ModuleType):
+                    break         # allowed modules are reached by import, not attributes
+            else:
+                return self._checked_home(obj, name, what)
         raise IncompatibleSaveError(
             f"the save refers to {what} {name!r}, which no longer exists; if it was renamed, "
             f"add aliases=({name!r},) to its @autosave.saveable")
+
+
+    def _checked_home(self, obj, name, what):
+        """A name must lead to an object that lives in an allowed namespace: an allowed
+        module's imports (``mygame.os.system``) are not part of it."""
+        home = getattr(obj, "__module__", None)
+        if not isinstance(home, str) or not self.is_allowed_module(home):
+            raise UntrustedTypeError(
+                f"the save refers to {what} {name!r}, which leads to "
+                f"{home}.{getattr(obj, '__qualname__', '?')}, outside the allowed namespaces")
+        return obj
 
 
 def stable_name(obj):

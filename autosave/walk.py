@@ -15,6 +15,7 @@ import functools
 import operator
 import sys
 import types
+from itertools import chain
 from collections import deque
 
 from .adapters import ADAPTERS_BY_TYPE
@@ -30,6 +31,8 @@ STATE_FIELDS = ("__getstate__",)   # type-table fields of a __getstate__ record
 
 PRIMITIVES = frozenset((type(None), bool, int, float, str, bytes))
 _INT_MIN, _INT_END = -(2 ** 63), 2 ** 64
+
+_FINISH = object()   # stack marker: the record and cell below it are ready to emit
 
 _UNSAVEABLE = {
     types.GeneratorType: "a plain generator; decorate its function with @autosave.coroutine "
@@ -50,32 +53,33 @@ class Walker:
         self.types = []          # [name, version, [fields]]
         self.type_index = {}     # adapter or (class, shape) -> index
         self.records = []
-        self.memo = {}           # id(obj) -> reference cell
+        self.memo = {}           # id(obj) -> its cell: [None] unvisited, [False] in progress,
+                                 #                      [index] once its record is emitted
         self.stack = []
-        self.inprogress = {}     # id(obj) -> its record, while its children are visited
         self.weak = []           # (weakref, target): patched in if the target was saved
         self.handlers = {}       # class -> fn(obj) -> record
         self.prims = PRIMITIVES - {int} if wide_ints else PRIMITIVES
         self.assets = REGISTRY.asset_id_of
+        # The memo is keyed by id(), so an object must outlive the walk once mentioned.
+        # Objects of the graph do; parts a handler makes on the fly (a __getstate__ dict,
+        # reduce arguments, adapter part lists) are kept here by the handler that made them.
+        self.keep = []
         self.mention, self.refs = self._make_mention()
 
     def _make_mention(self):
-        memo, stack, inprogress, prims = self.memo, self.stack, self.inprogress, self.prims
-        keep = []   # temporaries (state dicts, item lists) must outlive their memo ids
-        memo_get, push, keep_alive = memo.get, stack.append, keep.append
+        memo, stack, prims = self.memo, self.stack, self.prims
+        memo_get, push = memo.get, stack.append
 
         def mention(obj):
             """The reference for ``obj`` (scheduling its visit), or the inline value."""
-            oid = id(obj)
-            cell = memo_get(oid)
+            cell = memo_get(id(obj))
             if cell is not None:
-                if cell[0] is None and oid not in inprogress:
+                if cell[0] is None:
                     push(obj)            # not visited yet: visit it here, depth-first
                 return cell
             if obj.__class__ is int and _INT_MIN <= obj < _INT_END or obj is ABSENT:
                 return obj
-            cell = memo[oid] = [None]
-            keep_alive(obj)
+            cell = memo[id(obj)] = [None]
             push(obj)
             return cell
 
@@ -88,21 +92,22 @@ class Walker:
 
     def run(self, root):
         root_value = self.value(root)
-        stack, memo, inprogress, records = self.stack, self.memo, self.inprogress, self.records
-        handlers, assets, pop = self.handlers, self.assets, stack.pop
+        stack, memo, records = self.stack, self.memo, self.records
+        handlers, assets, pop, emit = self.handlers, self.assets, self.stack.pop, records.append
         while stack:
-            obj = stack[-1]
-            oid = id(obj)
-            cell = memo[oid]
-            if cell[0] is not None:          # already emitted via another path
-                pop()
-                continue
-            rec = inprogress.pop(oid, None)
-            if rec is None:                  # first visit: build the record
+            obj = pop()
+            if obj is _FINISH:               # its children are done: emit it
+                cell = pop()
+                rec = pop()
+            else:
+                cell = memo[id(obj)]
+                if cell[0] is not None:      # visited through another path meanwhile
+                    continue
+                cell[0] = False
                 base = len(stack)
                 try:
-                    if assets and oid in assets:
-                        rec = [self.index_of(ASSET), assets[oid]]
+                    if assets and id(obj) in assets:
+                        rec = [self.index_of(ASSET), assets[id(obj)]]
                     else:
                         handler = handlers.get(obj.__class__)
                         if handler is None:
@@ -115,17 +120,15 @@ class Walker:
                 except Exception as e:
                     raise SaveError(f"{type(obj).__qualname__} could not be saved: "
                                     f"{type(e).__name__}: {e}", find_path(root, obj)) from e
-                pushed = len(stack) - base
-                if pushed:                   # visit the children first, in order
-                    inprogress[oid] = rec
-                    if pushed > 1:
-                        stack[base:] = stack[:base - 1:-1]
+                if len(stack) > base:        # visit the children first, in order
+                    children = stack[base:]
+                    children.reverse()
+                    stack[base:] = [rec, cell, _FINISH, *children]
                     continue
-            pop()                            # children done (or none): emit
             here = len(records)
-            records.append([[c[0] - here] if c.__class__ is list and c[0] is not None
-                            else c for c in rec])
-            cell[0] = here                   # after: a self-reference stays absolute
+            emit([[c[0] - here] if c.__class__ is list and c[0].__class__ is int else c
+                  for c in rec])
+            cell[0] = here
         for holder, target in self.weak:
             cell = memo.get(id(target))
             if cell is not None:
@@ -151,12 +154,8 @@ class Walker:
 
     def handler_for(self, cls):
         adapter = ADAPTERS_BY_TYPE.get(cls)
-        if cls is set or cls is frozenset:
-            return functools.partial(self.save_set, adapter)
         if adapter is not None:
-            if getattr(adapter, "weak", False):
-                return functools.partial(self.save_weak, adapter)
-            return functools.partial(self.save_adapter, adapter)
+            return self.adapter_handler(cls, adapter)
         if cls is int:
             return self.save_big_int
         if cls is types.FunctionType:
@@ -187,6 +186,27 @@ class Walker:
         REGISTRY.check_savable_name(cls, "class")
         return self.instance_handler(cls, schema)
 
+    def adapter_handler(self, cls, adapter):
+        """Builtin containers get handlers without a per-object dispatch or copy."""
+        if getattr(adapter, "weak", False):
+            return functools.partial(self.save_weak, adapter)
+        t = self.index_of(adapter)
+        refs, parts = self.refs, adapter.parts
+        if cls is list or cls is tuple:
+            return lambda obj: refs(t, obj)
+        if cls is dict:
+            return lambda obj: refs(t, chain.from_iterable(obj.items()))
+        if cls is set or cls is frozenset:
+            written_index = self.written_index
+            return lambda obj: refs(t, ordered_members(obj, written_index))
+        keep = self.keep.append
+
+        def save_parts(obj):
+            made = parts(obj)
+            keep(made)
+            return refs(t, made)
+        return save_parts
+
     def instance_handler(self, cls, schema):
         """A handler specialised to the class's layout; save_instance covers the rest."""
         plain_access = (cls.__getattribute__ is object.__getattribute__
@@ -197,17 +217,24 @@ class Walker:
             if not slots:
                 return lambda obj: [t]
             get = operator.attrgetter(*slots)
-            one = len(slots) == 1
+            refs, save_instance = self.refs, self.save_instance
 
-            def save_slotted(obj):
-                try:
-                    values = get(obj)
-                except AttributeError:       # an unset slot
-                    return self.save_instance(obj)
-                return self.refs(t, (values,) if one else values)
+            if len(slots) == 1:
+                def save_slotted(obj):
+                    try:
+                        return refs(t, (get(obj),))
+                    except AttributeError:   # an unset slot
+                        return save_instance(obj)
+            else:
+                def save_slotted(obj):
+                    try:
+                        values = get(obj)
+                    except AttributeError:   # an unset slot
+                        return save_instance(obj)
+                    return refs(t, values)
             return save_slotted
         if schema.base is None and schema.has_dict and not schema.saved_slots and not schema.transient:
-            shapes = {}
+            shapes, refs = {}, self.refs
 
             def save_dict(obj):
                 d = obj.__dict__
@@ -215,7 +242,7 @@ class Walker:
                 t = shapes.get(shape)
                 if t is None:
                     t = shapes[shape] = self.index_of((cls, shape), schema.name, schema.version, shape)
-                return self.refs(t, d.values())
+                return refs(t, d.values())
             return save_dict
         return self.save_instance
 
@@ -229,14 +256,13 @@ class Walker:
         raise SaveError(reason)
 
     def save_adapter(self, adapter, obj):
-        return self.refs(self.index_of(adapter), adapter.parts(obj))
-
-    def save_set(self, adapter, obj):
-        return self.refs(self.index_of(adapter), ordered_members(obj, self.written_index))
+        made = adapter.parts(obj)
+        self.keep.append(made)
+        return self.refs(self.index_of(adapter), made)
 
     def written_index(self, obj):
         cell = self.memo.get(id(obj))
-        return cell[0] if cell is not None else None
+        return cell[0] if cell is not None and cell[0].__class__ is int else None
 
     def save_weak(self, adapter, obj):
         rec = [self.index_of(adapter), None]
@@ -270,6 +296,7 @@ class Walker:
             parts = FUNCTION.parts(obj)
         except LookupError as e:
             raise SaveError(str(e)) from None
+        self.keep.append(parts)
         return self.refs(self.index_of(FUNCTION), parts)
 
     def save_enum(self, obj):
@@ -288,6 +315,7 @@ class Walker:
             parts = REDUCE.parts_of(obj, rv)
         except LookupError as e:
             raise SaveError(str(e)) from None
+        self.keep.append(parts)
         return self.refs(self.index_of(REDUCE), parts)
 
     def save_state(self, obj):
@@ -295,6 +323,7 @@ class Walker:
         schema = schema_of(cls)
         t = self.index_of((cls, STATE_FIELDS), schema.name, schema.version, STATE_FIELDS)
         state = obj.__getstate__()
+        self.keep.append(state)
         return [t] if state is None else self.refs(t, [state])
 
     def save_instance(self, obj):
@@ -319,6 +348,7 @@ class Walker:
                 values.extend(d.values())
         if schema.base is not None:
             values.extend(base_payload(schema.base, obj, self.written_index))
+            self.keep.append(values)
         return self.refs(t, values)
 
 

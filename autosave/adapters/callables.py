@@ -7,10 +7,13 @@ must itself resolve through the registry's trust rules.
 
 import copyreg
 import functools
+import importlib
+import operator
+import sys
 import types
 import weakref
 
-from ..errors import IncompatibleSaveError
+from ..errors import IncompatibleSaveError, UntrustedTypeError
 from ..registry import REGISTRY, SAFE_STDLIB_FUNCTIONS, stable_name
 from .base import ADAPTERS_BY_NAME, Adapter, register_adapter
 
@@ -162,31 +165,25 @@ class FunctionAdapter(Adapter):
         return fn
 
 
-def _modules():
-    import sys
-    return sys.modules
-
-
 def _module(name):
     if not REGISTRY.is_allowed_module(name):
-        from ..errors import UntrustedTypeError
         raise UntrustedTypeError(f"the save refers to a function of module {name!r}, "
                                  f"outside the allowed namespaces; nothing was imported")
-    import importlib
     return importlib.import_module(name)
 
 
 def code_candidates(module_name, qualname, resolve=False):
     """(host, [code objects with this qualname under host, in a stable order])."""
-    module = _module(module_name) if resolve else _modules().get(module_name)
+    module = _module(module_name) if resolve else sys.modules.get(module_name)
     if module is None:
         raise LookupError(f"module {module_name!r} is not imported")
     path = qualname.split(".<locals>.")[0].split(".")
     host = module
     for i, part in enumerate(path):
         nxt = getattr(host, part, None) if not part.startswith("<") else None
-        if nxt is None or isinstance(nxt, types.ModuleType):
-            break
+        if (nxt is None or isinstance(nxt, types.ModuleType)
+                or getattr(nxt, "__module__", None) != module_name):
+            break         # only the module's own functions and classes host its code
         host = nxt
     found, seen = [], set()
 
@@ -288,17 +285,28 @@ class ReduceAdapter(Adapter):
             dict_flat.extend((k, v))
         return [func, newobj, tuple(args), state, list(listitems or ()), dict_flat]
 
+    # Standard-library classes whose constructors only store their arguments.
+    SAFE_CONSTRUCTORS = frozenset((operator.itemgetter, operator.attrgetter, operator.methodcaller))
+
     def build(self, vals):
         func, newobj, args = vals[1:4]
         if type(args) is not tuple:
             raise ValueError("reduce arguments are a tuple")
-        if newobj:
-            if not isinstance(func, type):
-                raise ValueError("a __newobj__ reduce names a class")
-            return func.__new__(func, *args)
-        if not isinstance(func, type):
-            raise ValueError("a reduce record constructs a class")
-        return func(*args)
+        self.check_constructor(func)
+        return func.__new__(func, *args) if newobj else func(*args)
+
+    def check_constructor(self, func):
+        """A reduce record may only construct a class of the game's own allowed
+        namespaces (or a constructor that just stores its arguments). Functions and
+        standard-library types are never called: list(map(f, xs)), deque(count()) and
+        the like would turn a save into a program."""
+        if func in self.SAFE_CONSTRUCTORS:
+            return
+        if not isinstance(func, type) or not REGISTRY.is_allowed_module(func.__module__):
+            raise UntrustedTypeError(
+                f"the save asks to construct {getattr(func, '__module__', '?')}."
+                f"{getattr(func, '__qualname__', repr(func))}; a save may only construct "
+                f"classes of the allowed namespaces {sorted(REGISTRY.allowed)}")
 
     def fill(self, obj, vals):
         state, listitems, dictitems = vals[4:]
