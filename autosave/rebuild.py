@@ -408,20 +408,25 @@ class Loader:
         immutable not made yet) or on being *finished* (a mutable not filled yet), and is
         retried only when all of them are done, so this is linear in the references
         whatever a file says. When nothing is ready but records remain, only cycles are
-        left: the records that wait just for fills are filled anyway, as pickle does.
+        left: records that wait just for fills go ahead anyway, as pickle does, those
+        whose blockers hash by identity first (their hash cannot change when filled).
         """
         objs, unfinished = self.objs, self.unfinished
-        on_built, on_finished, blockers = {}, {}, {}
+        on_built, on_finished = {}, {}
+        need = {}                 # waiting record -> [built blockers left, fill blockers]
         waiting = set(deferred)
         ready = deque(deferred)
         only_fills = set()        # waiting, and blocked by nothing but unfinished fills
 
-        def complete(j, table):
+        def complete(j, table, built):
             for i in table.pop(j, ()):
                 if i in waiting:
-                    blockers[i] -= 1
-                    if blockers[i] == 0:
+                    counts = need[i]
+                    counts[0 if built else 1] -= 1
+                    if counts == [0, 0]:
                         ready.append(i)
+                    elif counts[0] == 0:
+                        only_fills.add(i)
 
         def attempt(i, force):
             self.current = i
@@ -435,7 +440,7 @@ class Loader:
             need_finished = [] if force or finished_part is None else [
                 j for j in self.targets(rec, finished_part, i) if j in unfinished and j != i]
             if need_built or need_finished:
-                blockers[i] = len(need_built) + len(need_finished)
+                need[i] = [len(need_built), len(need_finished)]
                 for j in need_built:
                     on_built.setdefault(j, []).append(i)
                 for j in need_finished:
@@ -449,7 +454,7 @@ class Loader:
                 objs[i] = plan.build(vals)
                 if plan.has_loaded_hook:
                     hooks.append(i)
-                complete(i, on_built)
+                complete(i, on_built, True)
                 if plan.has_fill:
                     unfinished.add(i)
                     return attempt(i, force)
@@ -457,7 +462,14 @@ class Loader:
                 plan.fill(objs[i], vals)
             unfinished.discard(i)
             waiting.discard(i)
-            complete(i, on_finished)
+            complete(i, on_finished, False)
+
+        def hashes_safely(i):
+            rec = self.records[i]
+            plan = self.plans[rec[0]]
+            part = plan.build_finished if objs[i] is MISSING else plan.fill_finished
+            return all(type(objs[j]).__hash__ is object.__hash__
+                       for j in self.targets(rec, part or ALL, i) if j in unfinished)
 
         while waiting:
             while ready:
@@ -466,12 +478,13 @@ class Loader:
                     attempt(i, False)
             if waiting:
                 stuck = sorted(only_fills & waiting)
-                only_fills.clear()
                 if not stuck:
                     raise FormatError(
                         f"records {sorted(waiting)[:10]} form a reference cycle through "
                         f"immutable objects that cannot be rebuilt")
-                for i in stuck:
+                safe = [i for i in stuck if hashes_safely(i)]
+                for i in safe or stuck:
+                    only_fills.discard(i)
                     if i in waiting:
                         attempt(i, True)
 

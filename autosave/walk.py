@@ -64,6 +64,8 @@ class Walker:
         # Objects of the graph do; parts a handler makes on the fly (a __getstate__ dict,
         # reduce arguments, adapter part lists) are kept here by the handler that made them.
         self.keep = []
+        self.root = None
+        self.structure = None    # id -> structural index, see structural_index()
         self.mention, self.refs = self._make_mention()
 
     def _make_mention(self):
@@ -91,6 +93,7 @@ class Walker:
     # -- the traversal -----------------------------------------------------------------
 
     def run(self, root):
+        self.root = root
         root_value = self.value(root)
         stack, memo, records = self.stack, self.memo, self.records
         handlers, assets, pop, emit = self.handlers, self.assets, self.stack.pop, records.append
@@ -197,8 +200,8 @@ class Walker:
         if cls is dict:
             return lambda obj: refs(t, chain.from_iterable(obj.items()))
         if cls is set or cls is frozenset:
-            written_index = self.written_index
-            return lambda obj: refs(t, ordered_members(obj, written_index))
+            written_index, structural_index = self.written_index, self.structural_index
+            return lambda obj: refs(t, ordered_members(obj, written_index, structural_index))
         keep = self.keep.append
 
         def save_parts(obj):
@@ -259,6 +262,27 @@ class Walker:
         made = adapter.parts(obj)
         self.keep.append(made)
         return self.refs(self.index_of(adapter), made)
+
+    def structural_index(self, obj):
+        """obj's place in a breadth-first walk from the root that does not enter sets
+        (so it depends on the graph's shape, never on hashes); past the end if only
+        sets reach it. Computed once per save, the first time set members tie."""
+        if self.structure is None:
+            self.structure = {}
+            queue = deque([self.root])
+            while queue:
+                node = queue.popleft()
+                if id(node) in self.structure:
+                    continue
+                self.structure[id(node)] = len(self.structure)
+                if isinstance(node, (set, frozenset)):
+                    continue
+                try:
+                    children = [c for _, c in labelled_children(node)]
+                except Exception:
+                    continue
+                queue.extend(c for c in children if c.__class__ not in PRIMITIVES)
+        return self.structure.get(id(obj), len(self.structure))
 
     def written_index(self, obj):
         cell = self.memo.get(id(obj))
@@ -347,12 +371,13 @@ class Walker:
             else:
                 values.extend(d.values())
         if schema.base is not None:
-            values.extend(base_payload(schema.base, obj, self.written_index))
+            values.extend(base_payload(schema.base, obj, self.written_index,
+                                       self.structural_index))
             self.keep.append(values)
         return self.refs(t, values)
 
 
-def base_payload(base, obj, written_index):
+def base_payload(base, obj, written_index, structural_index):
     if base is list or base is tuple:
         return base.__iter__(obj)
     if base is deque:
@@ -360,7 +385,7 @@ def base_payload(base, obj, written_index):
     if base is dict:
         return flat_items(dict(dict.items(obj)))
     if base is set or base is frozenset:
-        return ordered_members(base(base.__iter__(obj)), written_index)
+        return ordered_members(base(base.__iter__(obj)), written_index, structural_index)
     if base is str:
         return [str.__getitem__(obj, slice(None))]
     if base is int:

@@ -8,7 +8,6 @@ frozen keys), self-references and keys whose hash depends on other nodes.
 """
 
 import dataclasses
-import math
 import pickle
 import random
 
@@ -62,14 +61,12 @@ atoms = st.one_of(
 
 
 @st.composite
-def graph_specs(draw, max_nodes=10, frozenset_cycles=True):
+def graph_specs(draw, max_nodes=10):
     """(kinds, edges): a plain description of a graph, built by ``build``.
 
     An edge is ("ref", j) or ("atom", value). Immutable nodes are built in index order
     from finished parts, so they refer to earlier nodes or to mutable ones (allocated
     first, filled last); mutable nodes may refer to anything, themselves included.
-    With ``frozenset_cycles=False``, edges that would put a frozenset on a cycle are
-    replaced by None (frozensets still hold objects, just not ones leading back).
     """
     n = draw(st.integers(1, max_nodes))
     kinds = draw(st.lists(st.sampled_from(MUTABLE + IMMUTABLE), min_size=n, max_size=n))
@@ -111,49 +108,7 @@ def graph_specs(draw, max_nodes=10, frozenset_cycles=True):
             edges[i] = [[name, edge(i, False)] for name in names]
         else:  # slot, list
             edges[i] = [edge(i, False) for _ in range(3 if k == "slot" else draw(sizes))]
-    if not frozenset_cycles:
-        break_frozenset_cycles(kinds, edges)
     return kinds, edges
-
-
-def edge_slots(kind, node_edges):
-    """(container, index) of every edge of one node, so an edge can be replaced."""
-    if kind == "dict":
-        return [(pair, j) for pair in node_edges for j in (0, 1)]
-    if kind == "dictnode":
-        return [(pair, 1) for pair in node_edges]
-    return [(node_edges, j) for j in range(len(node_edges))]
-
-
-def break_frozenset_cycles(kinds, edges):
-    """Replace by None, on a mutable node, one edge of every cycle through a frozenset.
-    (Every cycle has a mutable node: immutables only refer to earlier nodes or mutables.)"""
-    def targets(i):
-        return [c[j][1] for c, j in edge_slots(kinds[i], edges[i]) if c[j][0] == "ref"]
-
-    def path_back(f):
-        """Nodes of a path f -> ... -> f, or None."""
-        parent, stack = {}, [f]
-        while stack:
-            i = stack.pop()
-            for j in targets(i):
-                if j == f:
-                    path = [i]
-                    while path[-1] != f:
-                        path.append(parent[path[-1]])
-                    return path[::-1]
-                if j not in parent:
-                    parent[j] = i
-                    stack.append(j)
-        return None
-
-    for f in [i for i, k in enumerate(kinds) if k == "frozenset"]:
-        while (path := path_back(f)) is not None:
-            path.append(f)
-            i, nxt = next((a, b) for a, b in zip(path, path[1:]) if kinds[a] in MUTABLE)
-            container, j = next((c, j) for c, j in edge_slots(kinds[i], edges[i])
-                                if c[j] == ("ref", nxt))
-            container[j] = ("atom", None)
 
 
 def build(spec):
@@ -199,35 +154,19 @@ def build(spec):
     return {"entry": objs[0], "all": objs}
 
 
-def sets_have_one_order(graph):
-    """Whether every set in the graph has at most one member whose position in a save
-    could depend on hashing: an object, or a NaN (NaNs hash by identity). Sets with
-    several such members are written in iteration order when nothing else orders them
-    (docs/format.md), which differs between a graph and its loaded copy; see
-    test_set_of_indistinguishable_objects_is_byte_stable."""
-    return all(sum(1 for m in s if type(m) not in (type(None), bool, int, float, str, bytes)
-                   or (type(m) is float and math.isnan(m))) <= 1
-               for s in graph["all"] if type(s) in (set, frozenset))
-
-
-def check_roundtrip(graph, byte_stable=True):
+def check_roundtrip(graph):
     data = autosave.dumps(graph)
     assert autosave.dumps(graph) == data, "dumping the same graph twice gave different bytes"
     loaded = autosave.loads(data)
     assert_isomorphic(graph, loaded)
     again = autosave.dumps(loaded)
-    if byte_stable:
-        assert again == data, "dumps(loads(b)) != b"
+    assert again == data, "dumps(loads(b)) != b"
     assert_isomorphic(graph, autosave.loads(again))
 
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                      HealthCheck.data_too_large])
 
-FROZEN_KEY_BUG = ("autosave bug: a frozen attrs/dataclass key whose field is a frozenset on a "
-                  "cycle is hashed before it is filled: FormatError on load")
-FROZENSET_CYCLE_BUG = ("autosave bug: two frozensets on one cycle through a mutable object: "
-                       "FormatError 'cycle through immutable objects that cannot be rebuilt'")
 
 # The minimal failing graph of test_frozen_key_over_a_frozenset_on_a_cycle, as a spec:
 # node 0 a frozenset {node 1}; node 1 a plain object with p=node 0, q=node 2; node 2 a
@@ -238,32 +177,30 @@ FROZEN_KEY_BUG_SPEC = (["frozenset", "dictnode", "set", "fkey"],
 
 
 @settings(max_examples=250, **SETTINGS)
-@given(graph_specs(frozenset_cycles=False))
+@given(graph_specs())
 def test_random_graphs_round_trip_isomorphically(spec):
     graph = build(spec)
-    check_roundtrip(graph, byte_stable=sets_have_one_order(graph))
+    check_roundtrip(graph)
 
 
 @settings(max_examples=80, **SETTINGS)
-@given(graph_specs(max_nodes=25, frozenset_cycles=False))
+@given(graph_specs(max_nodes=25))
 def test_larger_random_graphs_round_trip_isomorphically(spec):
     graph = build(spec)
-    check_roundtrip(graph, byte_stable=sets_have_one_order(graph))
+    check_roundtrip(graph)
 
 
-@pytest.mark.xfail(strict=True, reason=f"{FROZEN_KEY_BUG}; {FROZENSET_CYCLE_BUG}")
 @settings(max_examples=250, **SETTINGS)
-@given(graph_specs(max_nodes=14, frozenset_cycles=True))
+@given(graph_specs(max_nodes=14))
 @example(FROZEN_KEY_BUG_SPEC)
 def test_random_graphs_with_frozensets_on_cycles_round_trip(spec):
-    # The same property with frozensets allowed on cycles. When the bug is fixed, drop
-    # the xfail (and the explicit example, which only keeps this xfail deterministic).
+    # Frozensets on cycles, with a regression example: a frozen key over a frozenset.
     graph = build(spec)
-    check_roundtrip(graph, byte_stable=sets_have_one_order(graph))
+    check_roundtrip(graph)
 
 
 @settings(max_examples=60, **SETTINGS)
-@given(graph_specs(max_nodes=6, frozenset_cycles=False))
+@given(graph_specs(max_nodes=6))
 def test_entry_node_alone_round_trips(spec):
     # The root need not be a container of everything: only what the entry reaches is saved.
     whole = build(spec)
@@ -271,8 +208,7 @@ def test_entry_node_alone_round_trips(spec):
     data = autosave.dumps(graph)
     loaded = autosave.loads(data)
     assert_isomorphic(graph, loaded)
-    if sets_have_one_order(whole):
-        assert autosave.dumps(loaded) == data
+    assert autosave.dumps(loaded) == data
 
 
 # -- hand-picked shapes the generator must also get right -------------------------------
@@ -301,7 +237,6 @@ def test_frozen_key_whose_hash_depends_on_a_node_in_a_cycle():
     assert loaded.c in loaded.b and DataKey(loaded, 1) in loaded.b
 
 
-@pytest.mark.xfail(strict=True, reason=FROZEN_KEY_BUG)
 @pytest.mark.parametrize("root", ["frozenset", "node"])
 @pytest.mark.parametrize("key_class", [FrozenKey, DataKey])
 def test_frozen_key_over_a_frozenset_on_a_cycle(key_class, root):
@@ -316,7 +251,6 @@ def test_frozen_key_over_a_frozenset_on_a_cycle(key_class, root):
     assert key_class(loaded.p, None) in loaded.q
 
 
-@pytest.mark.xfail(strict=True, reason=FROZENSET_CYCLE_BUG)
 @pytest.mark.parametrize("root", ["inner", "outer", "node"])
 def test_two_frozensets_on_one_cycle(root):
     node = SlotNode()
@@ -351,11 +285,8 @@ def test_distinct_equal_objects_stay_distinct():
     assert loaded[3] == loaded[4] and loaded[3] is not loaded[4]
 
 
-SET_ORDER_BUG = ("autosave bug: a set of objects that only other paths tell apart is written in "
-                 "hash order, so dumps(loads(b)) != b")
 
 
-@pytest.mark.xfail(strict=True, reason=SET_ORDER_BUG)
 def test_set_of_indistinguishable_objects_is_byte_stable():
     # dumps(loads(b)) == b also when a set holds objects that only other paths tell apart.
     rng = random.Random(0)
@@ -403,7 +334,7 @@ def test_isomorphism_checker_rejects_the_original_itself():
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(graph_specs(frozenset_cycles=False))
+@given(graph_specs())
 def test_isomorphism_checker_accepts_a_pickle_copy(spec):
     # pickle is an independent deep copy that keeps sharing and cycles (copy.deepcopy
     # does not: it duplicates a set reached again while copying its own members). pickle

@@ -13,13 +13,14 @@ from ..schema import schema_of
 from .base import Adapter, register_adapter
 
 
-def ordered_members(s, written_index=None):
-    """Set members in an order that depends on their contents, not on hashing.
+def ordered_members(s, written_index=None, structural_index=None):
+    """Set members in an order that depends on the graph, not on hashing.
 
     All strings, all bytes or all numbers: sorted. Otherwise members already written
-    come first, by record index, then the rest by a shallow signature of their
-    contents (type name and plain field values). Only members that agree on all of
-    that keep their iteration order between them.
+    come first, by record index; the rest by a shallow signature of their contents
+    (type name and plain field values); members tied on that by ``structural_index``
+    (their place in the graph reached without going through sets). Members still tied
+    are interchangeable: nothing reachable tells them apart.
     """
     kinds = {type(x) for x in s}
     if len(kinds) == 1 and (str in kinds or bytes in kinds):
@@ -32,7 +33,11 @@ def ordered_members(s, written_index=None):
         if index is not None:
             return (0, index, "")
         return (1, 0, signature(x))
-    return sorted(s, key=key)
+    keyed = sorted(((key(x), x) for x in s), key=lambda kx: kx[0])
+    keys = [k for k, _ in keyed]
+    if structural_index is not None and len(set(keys)) < len(keys):
+        keyed.sort(key=lambda kx: (kx[0], structural_index(kx[1])))
+    return [x for _, x in keyed]
 
 
 _SIMPLE = (type(None), bool, int, float, str, bytes)
