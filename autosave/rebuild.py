@@ -41,7 +41,7 @@ def _has_missing(vals):
 
 class EnumPlan:
     mutable, has_fill, has_loaded_hook = False, False, False
-    build_slice, build_finished, fill_finished = slice(1, None), None, None
+    build_slice, build_finished, fill_finished, hashes = slice(1, None), None, None, False
 
     def __init__(self, cls):
         self.cls = cls
@@ -64,7 +64,7 @@ class EnumPlan:
 class StatePlan:
     """A class saved through ``__getstate__``; filled by ``__setstate__``."""
     mutable, has_fill = True, True
-    build_finished, fill_finished = None, slice(1, None)
+    build_finished, fill_finished, hashes = None, slice(1, None), False
 
     def __init__(self, cls):
         self.cls = cls
@@ -109,6 +109,7 @@ class InstancePlan:
         self.build_finished = self.build_slice if base is frozenset else None
         self.fill_finished = {dict: slice(1 + self.nfields, None, 2),
                               set: self.build_slice}.get(base)
+        self.hashes = base in (dict, set, frozenset)
         if saved_version > schema.version:
             raise IncompatibleSaveError(
                 f"the save holds {schema.name} version {saved_version}, newer than this "
@@ -283,6 +284,7 @@ class Loader:
         self.early = {}            # index -> mutable allocated before its record
         self.unfinished = set()    # allocated, not yet filled
         self.unset_markers = unset_markers
+        self.hash_ready = set()    # records known to hash by their final value
         self.current = None
 
     def run(self, root_value):
@@ -313,8 +315,8 @@ class Loader:
                         obj = plan.allocate(rec)
                     append(obj)
                 elif (slow and _has_missing(vals[plan.build_slice])) or (
-                        plan.build_finished is not None
-                        and self.hashes_open_cycle(rec, plan.build_finished)):
+                        plan.build_finished is not None and (slow or unfinished)
+                        and self.blocker(rec, plan.build_finished, i, plan.hashes) is not None):
                     append(MISSING)
                     has_missing = True
                     deferred.append(i)
@@ -324,7 +326,8 @@ class Loader:
                     append(obj)
                 if fill is not None:
                     if (slow and _has_missing(vals)) or (
-                            fill_finished is not None and self.hashes_open_cycle(rec, fill_finished)):
+                            fill_finished is not None and (slow or unfinished)
+                            and self.blocker(rec, fill_finished, i, plan.hashes) is not None):
                         unfinished.add(i)
                         deferred.append(i)
                     else:
@@ -353,14 +356,40 @@ class Loader:
                                 f"{type(e).__name__}: {e}") from e
         return root
 
-    def hashes_open_cycle(self, rec, part):
-        """Whether hashing rec[part] could reach an object not filled yet.
+    def blocker(self, rec, part, here, hashes):
+        """The first record that rec[part] needs finished and is not, or None.
 
-        A key's hash may run through its fields to objects beyond it, so while any
-        object is allocated but unfilled (a cycle is open), object keys wait for the
-        end of the pass, when every instance is filled. Plain keys never wait.
+        Reading contents needs the referenced objects built and filled. Hashing them
+        needs more: a key's hash may run through its fields into objects beyond it, so
+        everything reachable through objects hashed by value must be done; an object
+        hashed by identity ends the search, its hash never changes.
         """
-        return bool(self.unfinished) and any(v.__class__ is list for v in rec[part])
+        unfinished, records = self.unfinished, self.records
+        todo = self.targets(rec, part, here)
+        if not hashes:
+            return next((j for j in todo if j != here and (
+                self.obj_at(j) is MISSING or j in unfinished)), None)
+        seen, ready = set(), self.hash_ready
+        while todo:
+            j = todo.pop()
+            if j in seen or j in ready:
+                continue
+            seen.add(j)
+            obj = self.obj_at(j)
+            if obj is MISSING:
+                return j
+            hash_ = type(obj).__hash__
+            if hash_ is object.__hash__ or hash_ is None:
+                continue              # identity hash, or unhashable (fails on its own)
+            if j in unfinished:
+                return j
+            todo.extend(self.targets(records[j], ALL, j))
+        ready |= seen                 # all done: they hash by their final values
+        return None
+
+    def obj_at(self, j):
+        objs = self.objs
+        return objs[j] if j < len(objs) else self.early.get(j, MISSING)
 
     def value(self, v):
         if v.__class__ is list:
@@ -437,8 +466,11 @@ class Loader:
             else:
                 building, missing_part, finished_part = False, ALL, plan.fill_finished
             need_built = [j for j in self.targets(rec, missing_part, i) if objs[j] is MISSING]
-            need_finished = [] if force or finished_part is None else [
-                j for j in self.targets(rec, finished_part, i) if j in unfinished and j != i]
+            need_finished = []
+            if not force and finished_part is not None:
+                j = self.blocker(rec, finished_part, i, plan.hashes)
+                if j is not None:
+                    (need_built if objs[j] is MISSING else need_finished).append(j)
             if need_built or need_finished:
                 need[i] = [len(need_built), len(need_finished)]
                 for j in need_built:

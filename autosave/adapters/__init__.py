@@ -12,7 +12,9 @@ An adapter handles exact Python types. On save, ``parts(obj)`` returns the recor
 
 ``vals`` is the record with references resolved; ``vals[0]`` is the type index.
 ``build_finished``/``fill_finished`` name the payload whose objects must be *filled*
-before that step, because it reads their contents (hashing keys, ``__setstate__``).
+before that step, because it reads their contents (``__setstate__``, keywords) or, with
+``hashes``, hashes them (keys, members: then whatever their hash reaches must be filled,
+and objects hashed by identity never wait).
 """
 
 from .base import Adapter, ADAPTERS_BY_NAME, ADAPTERS_BY_TYPE, register_adapter

@@ -14,6 +14,8 @@ class Adapter:
     build_slice = ALL         # payload the build step needs built
     build_finished = None     # payload slice whose objects must be filled before build
     fill_finished = None      # payload slice whose objects must be filled before fill
+    hashes = False            # ...because it hashes them (keys, members), rather than
+                              # reading their contents (__setstate__, keyword arguments)
     has_loaded_hook = False
 
     def parts(self, obj):

@@ -102,7 +102,7 @@ class TupleAdapter(Adapter):
 
 class DictAdapter(Adapter):
     name, types, mutable, has_fill = "builtins.dict", (dict,), True, True
-    fill_finished = slice(1, None, 2)   # the keys
+    fill_finished, hashes = slice(1, None, 2), True   # the keys
     factory = dict
 
     def parts(self, obj):
@@ -131,7 +131,7 @@ class CounterAdapter(DictAdapter):
 class DefaultDictAdapter(DictAdapter):
     """Payload: default_factory, then keys and values."""
     name, types = "collections.defaultdict", (collections.defaultdict,)
-    fill_finished = slice(2, None, 2)
+    fill_finished = slice(2, None, 2)   # the keys, after the factory
 
     def parts(self, obj):
         return [obj.default_factory, *flat_items(obj)]
@@ -150,7 +150,8 @@ class DefaultDictAdapter(DictAdapter):
 
 
 class SimpleNamespaceAdapter(DictAdapter):
-    name, types, fill_finished = "types.SimpleNamespace", (pytypes.SimpleNamespace,), None
+    name, types = "types.SimpleNamespace", (pytypes.SimpleNamespace,)
+    fill_finished, hashes = None, False
     factory = pytypes.SimpleNamespace
 
     def parts(self, obj):
@@ -165,7 +166,7 @@ class SimpleNamespaceAdapter(DictAdapter):
 
 class SetAdapter(Adapter):
     name, types, mutable, has_fill = "builtins.set", (set,), True, True
-    fill_finished = slice(1, None)
+    fill_finished, hashes = slice(1, None), True
 
     def parts(self, obj):
         return ordered_members(obj)
@@ -179,7 +180,7 @@ class SetAdapter(Adapter):
 
 class FrozenSetAdapter(Adapter):
     name, types = "builtins.frozenset", (frozenset,)
-    build_finished = slice(1, None)
+    build_finished, hashes = slice(1, None), True
 
     def parts(self, obj):
         return ordered_members(obj)
