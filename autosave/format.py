@@ -20,6 +20,7 @@ def _reject_map(pairs):
 
 
 ABSENT = msgpack.ExtType(0, b"")   # an unset slot
+STATE_FIELDS = ("__getstate__",)   # the type-table fields of a class saved by __getstate__
 
 
 class _ExtHook:

@@ -18,11 +18,10 @@ from operator import is_
 from .adapters import ADAPTERS_BY_NAME
 from .adapters.callables import apply_default_state
 from .errors import FormatError, IncompatibleSaveError, LoadError
-from .format import ABSENT
+from .format import ABSENT, STATE_FIELDS
 from .registry import REGISTRY
 from .schema import schema_of
 
-STATE_FIELDS = ["__getstate__"]
 
 
 class _Missing:
@@ -269,7 +268,7 @@ def plan_for(index, entry):
     schema = schema_of(cls)
     if schema.strategy == "enum":
         return EnumPlan(cls)
-    if fields == STATE_FIELDS:
+    if fields == list(STATE_FIELDS):
         return StatePlan(cls)
     return InstancePlan(cls, name, version, fields)
 

@@ -12,9 +12,11 @@ import types
 
 from .errors import IncompatibleSaveError, SaveError, UntrustedTypeError
 
-# Pure functions of the standard library a save may refer to by name (sort keys,
-# defaultdict factories, partial targets). Calling them cannot touch the outside world.
-SAFE_STDLIB_FUNCTIONS = frozenset(
+# Pure functions and plain classes of the standard library a save may refer to by name
+# (sort keys, defaultdict factories, partial targets). A save never calls them itself
+# (see ReduceAdapter.check_constructor); when the game does, they cannot touch the
+# outside world.
+SAFE_STDLIB_NAMES = frozenset(
     [f"builtins.{n}" for n in (
         "abs all any ascii bin bool bytes callable chr complex dict divmod enumerate "
         "filter float format frozenset hash hex id int isinstance issubclass iter len "
@@ -109,7 +111,7 @@ class Registry:
     def check_savable_name(self, obj, what):
         """Return obj's stable name if a load could resolve it, else raise SaveError."""
         name = stable_name(obj)
-        if name in self.by_name or name in SAFE_STDLIB_FUNCTIONS:
+        if name in self.by_name or name in SAFE_STDLIB_NAMES:
             return name
         module = getattr(obj, "__module__", None)
         if "<locals>" in obj.__qualname__:
@@ -133,7 +135,7 @@ class Registry:
             return found
         if not isinstance(name, str) or not name:
             raise UntrustedTypeError(f"{what} name {name!r} is not a valid name")
-        if name in SAFE_STDLIB_FUNCTIONS:
+        if name in SAFE_STDLIB_NAMES:
             module_name, _, attr = name.rpartition(".")
             return getattr(importlib.import_module(module_name), attr)
         parts = name.split(".")

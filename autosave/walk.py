@@ -23,11 +23,10 @@ from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
 from .adapters.containers import flat_items, ordered_members
 from .adapters.stdlib import BIG_INT
 from .errors import SaveError
-from .format import ABSENT
-from .registry import REGISTRY, SAFE_STDLIB_FUNCTIONS
+from .format import ABSENT, STATE_FIELDS
+from .registry import REGISTRY, SAFE_STDLIB_NAMES
 from .schema import BUILTIN_BASES, schema_of, solid_base
 
-STATE_FIELDS = ("__getstate__",)   # type-table fields of a __getstate__ record
 
 PRIMITIVES = frozenset((type(None), bool, int, float, str, bytes))
 _INT_MIN, _INT_END = -(2 ** 63), 2 ** 64
@@ -171,7 +170,7 @@ class Walker:
         if reason is not None:
             return functools.partial(self.refuse, reason)
         schema = schema_of(cls)
-        if schema.strategy == "reduce" or schema.name in SAFE_STDLIB_FUNCTIONS:
+        if schema.strategy == "reduce" or schema.name in SAFE_STDLIB_NAMES:
             return self.save_reduce
         if schema.strategy in ("enum", "state"):
             REGISTRY.check_savable_name(cls, "class")
