@@ -488,7 +488,8 @@ class Loader:
                 complete(i, on_built, True)
                 if plan.has_fill:
                     unfinished.add(i)
-                    return attempt(i, force)
+                    ready.appendleft(i)   # its fill next (may wait in turn)
+                    return
             else:
                 plan.fill(objs[i], vals)
             unfinished.discard(i)

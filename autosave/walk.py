@@ -22,6 +22,7 @@ from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
 from .adapters.containers import flat_items, ordered_members
 from .adapters.stdlib import BIG_INT
+from .adapters.weak import WeakAdapter
 from .errors import SaveError
 from .format import ABSENT, STATE_FIELDS
 from .registry import REGISTRY, SAFE_STDLIB_NAMES
@@ -55,7 +56,7 @@ class Walker:
         self.memo = {}           # id(obj) -> its cell: [None] unvisited, [False] in progress,
                                  #                      [index] once its record is emitted
         self.stack = []
-        self.weak = []           # (weakref, target): patched in if the target was saved
+        self.weak = []           # (holder, adapter, [(strong values, target)]): see write_weak
         self.handlers = {}       # class -> fn(obj) -> record
         self.prims = PRIMITIVES - {int} if wide_ints else PRIMITIVES
         self.assets = REGISTRY.asset_id_of
@@ -92,6 +93,16 @@ class Walker:
     # -- the traversal -----------------------------------------------------------------
 
     def run(self, root):
+        try:
+            return self._run(root)
+        finally:
+            # The handlers are bound to this walker (a cycle the collector would have to
+            # find): drop everything that points into the graph now, not at the next
+            # collection.
+            self.handlers = self.memo = self.keep = self.weak = self.structure = None
+            self.root = self.stack = None
+
+    def _run(self, root):
         self.root = root
         root_value = self.value(root)
         stack, memo, records = self.stack, self.memo, self.records
@@ -131,11 +142,8 @@ class Walker:
             emit([[c[0] - here] if c.__class__ is list and c[0].__class__ is int else c
                   for c in rec])
             cell[0] = here
-        for holder, target in self.weak:
-            cell = memo.get(id(target))
-            if cell is not None:
-                here, there = memo[id(holder)][0], cell[0]
-                records[here][1] = [there - here] if there < here else [there]
+        for holder, adapter, entries in self.weak:
+            self.write_weak(holder, adapter, entries)
         if root_value.__class__ is list:
             root_value = [root_value[0] - len(records)]
         return self.types, records, root_value
@@ -190,7 +198,7 @@ class Walker:
 
     def adapter_handler(self, cls, adapter):
         """Builtin containers get handlers without a per-object dispatch or copy."""
-        if getattr(adapter, "weak", False):
+        if isinstance(adapter, WeakAdapter):
             return functools.partial(self.save_weak, adapter)
         t = self.index_of(adapter)
         refs, parts = self.refs, adapter.parts
@@ -288,11 +296,33 @@ class Walker:
         return cell[0] if cell is not None and cell[0].__class__ is int else None
 
     def save_weak(self, adapter, obj):
-        rec = [self.index_of(adapter), None]
-        target = obj()
-        if target is not None:
-            self.weak.append((obj, target))
-        return rec
+        """Walk the strong parts now; write the entries once the walk shows which weak
+        targets were saved (write_weak)."""
+        prims, mention = self.prims, self.mention
+        entries = [([v if v.__class__ in prims else mention(v) for v in strong], target)
+                   for strong, target in adapter.entries(obj) if target is not None]
+        self.keep.append(entries)
+        self.weak.append((obj, adapter, entries))
+        return [self.index_of(adapter)]
+
+    def write_weak(self, holder, adapter, entries):
+        memo = self.memo
+        here = memo[id(holder)][0]
+
+        def ref(there):
+            return [there - here] if there < here else [there]
+
+        saved = [(memo[id(target)][0], strong) for strong, target in entries
+                 if id(target) in memo]
+        if adapter.ordered_by_target:
+            saved.sort(key=lambda entry: entry[0])
+        payload = []
+        for there, strong in saved:
+            strong = [ref(v[0]) if v.__class__ is list else v for v in strong]
+            payload.extend(adapter.payload(strong, ref(there)))
+        if adapter.keeps_dead and not saved:
+            payload.append(None)
+        self.records[here].extend(payload)
 
     def save_big_int(self, obj):
         return [self.index_of(BIG_INT), *BIG_INT.parts(obj)]

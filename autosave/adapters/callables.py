@@ -1,5 +1,5 @@
 """Callables and references: globals by name, bound methods, partials, closures and
-lambdas (code identity + cells), closure cells, weak references, assets, reduce.
+lambdas (code identity + cells), closure cells, assets, reduce.
 
 Nothing here calls a function it resolves, except ``reduce`` records, whose callable
 must itself resolve through the registry's trust rules.
@@ -11,7 +11,6 @@ import importlib
 import operator
 import sys
 import types
-import weakref
 
 from ..errors import IncompatibleSaveError, UntrustedTypeError
 from ..registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
@@ -223,29 +222,6 @@ class _ModuleHost:
         self.__qualname__ = "<module>"
 
 
-class WeakRefAdapter(Adapter):
-    """[target or None] -- alive after loading exactly when the target was saved."""
-    name, types = "weakref.ref", (weakref.ReferenceType,)
-    weak = True
-
-    def parts(self, obj):
-        return [None]   # the walker patches in the target if something else saved it
-
-    def build(self, vals):
-        (target,) = vals[1:]
-        if target is None:
-            return _dead_ref()
-        return weakref.ref(target)
-
-
-class _Gone:
-    pass
-
-
-def _dead_ref():
-    return weakref.ref(_Gone())
-
-
 class AssetAdapter(Adapter):
     """[asset id] -- static data, never its content."""
     name = "autosave.asset"
@@ -340,5 +316,5 @@ GLOBAL = register_adapter(GlobalAdapter())
 FUNCTION = register_adapter(FunctionAdapter())
 ASSET = register_adapter(AssetAdapter())
 REDUCE = register_adapter(ReduceAdapter())
-for _adapter in (MethodAdapter, PartialAdapter, CellAdapter, WeakRefAdapter):
+for _adapter in (MethodAdapter, PartialAdapter, CellAdapter):
     register_adapter(_adapter())
