@@ -144,18 +144,24 @@ class InstancePlan:
                     f"{schema.name} has a field {name!r} the save does not hold, and the "
                     f"field has no default; give it a default or an @autosave.upgrade hook")
         self.new = (base or object).__new__
+        self.create = None
         simple = not self.upgrades and not self.defaults and base is None
         if simple and not schema.slots and schema.has_dict and len(self.setters) == self.nfields:
-            self.fill = self.fill_dict
+            self.fill, self.create = self.fill_dict, self.create_filled
         elif simple and not schema.has_dict and all(is_slot for _, _, is_slot in self.setters):
             self.slot_setters = [(pos, getattr(cls, name).__set__) for pos, name, _ in self.setters]
-            self.fill = self.fill_slots
+            self.fill, self.create = self.fill_slots, self.create_filled
 
     def allocate(self, rec):
         if len(rec) != 1 + self.nfields and self.base is None:
             raise ValueError(f"a {self.schema.name} record holds {self.nfields} fields, "
                              f"found {len(rec) - 1}")
         return self.new(self.cls)
+
+    def create_filled(self, rec, vals):
+        obj = self.allocate(rec)
+        self.fill(obj, vals)
+        return obj
 
     def fill_dict(self, obj, vals):
         obj.__dict__.update(zip(self.fields, islice(vals, 1, None)))
@@ -292,18 +298,24 @@ class Loader:
         deferred, hooks = [], []
         has_missing = False
         # Per type: (plan, mutable, fill or None, fill_finished, has __autosave_loaded__)
-        info = [(p, p.mutable, p.fill if p.has_fill else None, p.fill_finished, p.has_loaded_hook)
-                for p in self.plans]
+        info = [(p, p.mutable, p.fill if p.has_fill else None, p.fill_finished, p.has_loaded_hook,
+                 getattr(p, "create", None)) for p in self.plans]
         append = objs.append
         i = 0
         try:
             for i, rec in enumerate(records):
-                plan, mutable, fill, fill_finished, hook = info[rec[0]]
+                plan, mutable, fill, fill_finished, hook, create = info[rec[0]]
                 try:
                     vals = [objs[v[0]] if v.__class__ is list else v for v in rec]
                     slow = has_missing and _has_missing(vals)
                 except IndexError:              # a reference closing a cycle
                     slow = True
+                if create is not None and not slow and (fill_finished is None or not unfinished) \
+                        and not (early and i in early):
+                    append(create(rec, vals))   # the common case: nothing to wait for
+                    if hook:
+                        hooks.append(i)
+                    continue
                 if slow:
                     forward, built = self.forward, len(objs)
                     vals = [v if v.__class__ is not list else

@@ -16,6 +16,8 @@ class Adapter:
     fill_finished = None      # payload slice whose objects must be filled before fill
     hashes = False            # ...because it hashes them (keys, members), rather than
                               # reading their contents (__setstate__, keyword arguments)
+    create = None             # optional fn(rec, vals) -> filled object: allocate and fill
+                              # in one step, used when nothing about the record must wait
     has_loaded_hook = False
 
     def parts(self, obj):

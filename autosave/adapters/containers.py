@@ -89,6 +89,10 @@ class ListAdapter(Adapter):
     def fill(self, obj, vals):
         obj.extend(islice(vals, 1, None))
 
+    def create(self, rec, vals):
+        del vals[0]           # vals is the loader's own list: it becomes the list
+        return vals
+
 
 class TupleAdapter(Adapter):
     name, types = "builtins.tuple", (tuple,)
@@ -116,9 +120,15 @@ class DictAdapter(Adapter):
     def fill(self, obj, vals):
         dict.update(obj, pairs(vals))
 
+    def create(self, rec, vals):
+        if len(rec) % 2 != 1:
+            raise ValueError("a dict record holds key/value pairs")
+        return dict(pairs(vals))
+
 
 class OrderedDictAdapter(DictAdapter):
     name, types, factory = "collections.OrderedDict", (collections.OrderedDict,), collections.OrderedDict
+    create = None
 
     def fill(self, obj, vals):
         obj.update(pairs(vals))
@@ -126,12 +136,14 @@ class OrderedDictAdapter(DictAdapter):
 
 class CounterAdapter(DictAdapter):
     name, types, factory = "collections.Counter", (collections.Counter,), collections.Counter
+    create = None
 
 
 class DefaultDictAdapter(DictAdapter):
     """Payload: default_factory, then keys and values."""
     name, types = "collections.defaultdict", (collections.defaultdict,)
     fill_finished = slice(2, None, 2)   # the keys, after the factory
+    create = None
 
     def parts(self, obj):
         return [obj.default_factory, *flat_items(obj)]
@@ -151,7 +163,7 @@ class DefaultDictAdapter(DictAdapter):
 
 class SimpleNamespaceAdapter(DictAdapter):
     name, types = "types.SimpleNamespace", (pytypes.SimpleNamespace,)
-    fill_finished, hashes = None, False
+    fill_finished, hashes, create = None, False, None
     factory = pytypes.SimpleNamespace
 
     def parts(self, obj):
