@@ -38,7 +38,10 @@ class _ExtHook:
 
 
 def decode(data):
-    """bytes -> (types, records, root value, unset-slot markers), structurally checked."""
+    """bytes -> (types, records, root value, unset-slot markers, cycle marks), checked.
+
+    Type indices come back normalised; ``closes_cycle[i]`` is 1 for records the writer
+    marked as referring to a later record."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"autosave.loads() takes bytes, not {type(data).__name__}")
     data = bytes(data)
@@ -66,16 +69,23 @@ def decode(data):
     if type(types) is not list or type(records) is not list:
         raise FormatError("the save's type table and records must be arrays")
     ntypes = len(types)
+    closes_cycle = bytearray(len(records))
     for i, rec in enumerate(records):
-        if type(rec) is not list or not rec or type(rec[0]) is not int or not 0 <= rec[0] < ntypes:
+        if type(rec) is not list or not rec or type(rec[0]) is not int:
             raise FormatError(f"record {i} is malformed: {rec!r:.120}")
-    return types, records, root, ext_hook.unset
+        t = rec[0]
+        if t < 0:                    # ~t: the record refers to a later record
+            t = rec[0] = ~t
+            closes_cycle[i] = 1
+        if t >= ntypes:
+            raise FormatError(f"record {i} names type {t}, the type table has {ntypes}")
+    return types, records, root, ext_hook.unset, closes_cycle
 
 
 def to_jsonable(data):
     """A save as plain JSON-ready data, for `autosave dump`: references shown as
     ``{"ref": absolute record index}``, bytes as hex, unset slots as ``{"unset": true}``."""
-    types, records, root, _ = decode(data)
+    types, records, root, _, _ = decode(data)
 
     def value(v, here):
         if type(v) is list:

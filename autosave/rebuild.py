@@ -282,13 +282,14 @@ def plan_for(index, entry):
 # -- records -> objects ------------------------------------------------------------------
 
 class Loader:
-    def __init__(self, types, records, unset_markers=0):
+    def __init__(self, types, records, unset_markers=0, closes_cycle=None):
         self.plans = [plan_for(i, e) for i, e in enumerate(types)]
         self.records = records
         self.objs = []
         self.early = {}            # index -> mutable allocated before its record
         self.unfinished = set()    # allocated, not yet filled
         self.unset_markers = unset_markers
+        self.closes_cycle = closes_cycle if closes_cycle is not None else bytearray(len(records))
         self.hash_ready = set()    # records known to hash by their final value
         self.current = None
 
@@ -301,15 +302,19 @@ class Loader:
         info = [(p, p.mutable, p.fill if p.has_fill else None, p.fill_finished, p.has_loaded_hook,
                  getattr(p, "create", None)) for p in self.plans]
         append = objs.append
+        closes_cycle = self.closes_cycle
         i = 0
         try:
             for i, rec in enumerate(records):
                 plan, mutable, fill, fill_finished, hook, create = info[rec[0]]
-                try:
-                    vals = [objs[v[0]] if v.__class__ is list else v for v in rec]
-                    slow = has_missing and _has_missing(vals)
-                except IndexError:              # a reference closing a cycle
-                    slow = True
+                if closes_cycle[i]:
+                    slow = True                 # refers to a later record: resolve below
+                else:
+                    try:
+                        vals = [objs[v[0]] if v.__class__ is list else v for v in rec]
+                        slow = has_missing and _has_missing(vals)
+                    except IndexError:          # an unmarked forward reference
+                        slow = True
                 if create is not None and not slow and (fill_finished is None or not unfinished) \
                         and not (early and i in early):
                     append(create(rec, vals))   # the common case: nothing to wait for
@@ -540,10 +545,10 @@ class Loader:
 ALL = slice(1, None)
 
 
-def load_records(types, records, root_value, unset_markers=0):
+def load_records(types, records, root_value, unset_markers=0, closes_cycle=None):
     loader = None
     try:
-        loader = Loader(types, records, unset_markers)
+        loader = Loader(types, records, unset_markers, closes_cycle)
         return loader.run(root_value)
     except LoadError:
         raise

@@ -66,11 +66,13 @@ class Walker:
         self.keep = []
         self.root = None
         self.structure = None    # id -> structural index, see structural_index()
+        self.closes_cycle = [False]   # set by mention() while a record refers to a later one
         self.mention, self.refs = self._make_mention()
 
     def _make_mention(self):
         memo, stack, prims = self.memo, self.stack, self.prims
         memo_get, push = memo.get, stack.append
+        closes_cycle = self.closes_cycle
 
         def mention(obj):
             """The reference for ``obj`` (scheduling its visit), or the inline value."""
@@ -78,6 +80,8 @@ class Walker:
             if cell is not None:
                 if cell[0] is None:
                     push(obj)            # not visited yet: visit it here, depth-first
+                elif cell[0] is False:   # an ancestor: its record will come after ours
+                    closes_cycle[0] = True
                 return cell
             if obj.__class__ is int and _INT_MIN <= obj < _INT_END or obj is ABSENT:
                 return obj
@@ -107,6 +111,7 @@ class Walker:
         root_value = self.value(root)
         stack, memo, records = self.stack, self.memo, self.records
         handlers, assets, pop, emit = self.handlers, self.assets, self.stack.pop, records.append
+        closes_cycle = self.closes_cycle
         while stack:
             obj = pop()
             if obj is _FINISH:               # its children are done: emit it
@@ -118,6 +123,7 @@ class Walker:
                     continue
                 cell[0] = False
                 base = len(stack)
+                closes_cycle[0] = False
                 try:
                     if assets and id(obj) in assets:
                         rec = [self.index_of(ASSET), assets[id(obj)]]
@@ -133,6 +139,8 @@ class Walker:
                 except Exception as e:
                     raise SaveError(f"{type(obj).__qualname__} could not be saved: "
                                     f"{type(e).__name__}: {e}", find_path(root, obj)) from e
+                if closes_cycle[0]:          # marked so the loader expects a later record
+                    rec[0] = ~rec[0]
                 if len(stack) > base:        # visit the children first, in order
                     children = stack[base:]
                     children.reverse()
@@ -322,7 +330,10 @@ class Walker:
             payload.extend(adapter.payload(strong, ref(there)))
         if adapter.keeps_dead and not saved:
             payload.append(None)
-        self.records[here].extend(payload)
+        record = self.records[here]
+        record.extend(payload)
+        if any(there > here for there, _ in saved) and record[0] >= 0:
+            record[0] = ~record[0]
 
     def save_big_int(self, obj):
         return [self.index_of(BIG_INT), *BIG_INT.parts(obj)]

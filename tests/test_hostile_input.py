@@ -338,7 +338,7 @@ def forged(types, records, root):
     pytest.param(forged([LIST], [5], [0]), id="record not an array"),
     pytest.param(forged([LIST], [[]], [0]), id="empty record"),
     pytest.param(forged([LIST], [[1]], [0]), id="type index out of range"),
-    pytest.param(forged([LIST], [[-1]], [0]), id="negative type index"),
+    pytest.param(forged([LIST], [[-2]], [0]), id="marked type index out of range"),  # ~-2 == 1
     pytest.param(forged([LIST], [["builtins.list"]], [0]), id="type index a string"),
     pytest.param(forged([LIST], [[True]], [0]), id="type index a bool"),
     pytest.param(forged([["builtins.list", 1]], [[0]], [0]), id="type entry of 2"),
@@ -627,3 +627,17 @@ def test_reduce_records_cannot_make_the_loader_loop_forever(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("loading the save did not finish within 5 s")
     assert result.stdout.strip() == "LoadError", result.stderr
+
+
+def test_cycle_marks_are_advisory():
+    # docs/format.md: a record referring to a later record is marked ~t. A file that
+    # omits the mark, or marks a record that needs none, still loads the same graph.
+    lst = []
+    lst.append(lst)
+    honest = autosave.dumps({"loop": lst})
+    types, records, root = msgpack.unpackb(honest[5:])
+    plain = [[~r[0] if r[0] < 0 else r[0], *r[1:]] for r in records]
+    marked = [[~r[0] if r[0] >= 0 else r[0], *r[1:]] for r in records]
+    for variant in (plain, marked):
+        back = autosave.loads(HEADER + msgpack.packb([types, variant, root]))
+        assert back["loop"][0] is back["loop"]
