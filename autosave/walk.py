@@ -1,11 +1,12 @@
 """Save: a root -> plain records (type table, records, root value).
 
 The walk is an iterative depth-first traversal that emits each object's record in
-post-order, so a record only refers forward along a reference cycle. While an object
-waits, every mention of it shares one *cell*, a one-element list that receives its index
-when its record is emitted. Emitting a record turns its finished cells into
-back-references ``[target - here]``; cells still waiting (cycles) keep the absolute
-index they receive later.
+post-order, so a record only refers forward along a reference cycle. A mention of an
+object already written becomes a back-offset at once. An object not written yet is
+mentioned by its *cell*, a one-element list shared by all its mentions, which receives
+the object's index when its record is emitted: a record waiting for its children turns
+their cells into back-offsets when it is emitted; cells of ancestors (cycles) keep the
+absolute index they receive later, and the record is marked (docs/format.md).
 
 Errors carry the object path from the root; the path is only computed when something
 fails, so the common path pays nothing for it.
@@ -70,18 +71,23 @@ class Walker:
         self.mention, self.refs = self._make_mention()
 
     def _make_mention(self):
-        memo, stack, prims = self.memo, self.stack, self.prims
+        memo, stack, prims, records = self.memo, self.stack, self.prims, self.records
         memo_get, push = memo.get, stack.append
         closes_cycle = self.closes_cycle
 
         def mention(obj):
-            """The reference for ``obj`` (scheduling its visit), or the inline value."""
+            """The reference for ``obj``: a back-offset if its record is written (from
+            the next record's place; shifted later if ours comes later), else its cell
+            (scheduling its visit); or the inline value."""
             cell = memo_get(id(obj))
             if cell is not None:
-                if cell[0] is None:
+                index = cell[0]
+                if index is None:
                     push(obj)            # not visited yet: visit it here, depth-first
-                elif cell[0] is False:   # an ancestor: its record will come after ours
+                elif index is False:     # an ancestor: its record will come after ours
                     closes_cycle[0] = True
+                else:
+                    return [index - len(records)]
                 return cell
             if obj.__class__ is int and _INT_MIN <= obj < _INT_END or obj is ABSENT:
                 return obj
@@ -90,7 +96,9 @@ class Walker:
             return cell
 
         def refs(tindex, parts):
-            return [tindex, *[v if v.__class__ in prims else mention(v) for v in parts]]
+            rec = [v if v.__class__ in prims else mention(v) for v in parts]
+            rec.insert(0, tindex)
+            return rec
 
         return mention, refs
 
@@ -114,42 +122,46 @@ class Walker:
         closes_cycle = self.closes_cycle
         while stack:
             obj = pop()
-            if obj is _FINISH:               # its children are done: emit it
-                cell = pop()
-                rec = pop()
-            else:
-                cell = memo[id(obj)]
-                if cell[0] is not None:      # visited through another path meanwhile
-                    continue
-                cell[0] = False
-                base = len(stack)
-                closes_cycle[0] = False
-                try:
-                    if assets and id(obj) in assets:
-                        rec = [self.index_of(ASSET), assets[id(obj)]]
-                    else:
-                        handler = handlers.get(obj.__class__)
-                        if handler is None:
-                            handler = handlers[obj.__class__] = self.handler_for(obj.__class__)
-                        rec = handler(obj)
-                except SaveError as e:
-                    if e.path is None:
-                        raise SaveError(e.reason, find_path(root, obj)) from e.__cause__
-                    raise
-                except Exception as e:
-                    raise SaveError(f"{type(obj).__qualname__} could not be saved: "
-                                    f"{type(e).__name__}: {e}", find_path(root, obj)) from e
-                if closes_cycle[0]:          # marked so the loader expects a later record
-                    rec[0] = ~rec[0]
-                if len(stack) > base:        # visit the children first, in order
-                    children = stack[base:]
-                    children.reverse()
-                    stack[base:] = [rec, cell, _FINISH, *children]
-                    continue
-            here = len(records)
-            emit([[c[0] - here] if c.__class__ is list and c[0].__class__ is int else c
-                  for c in rec])
-            cell[0] = here
+            if obj is _FINISH:
+                # Its children are done. Their cells become back-offsets; the offsets
+                # taken when the record was built shift by the records emitted since.
+                cell, rec, built_at = pop(), pop(), pop()
+                here = len(records)
+                shift = here - built_at
+                emit([([c[0] - shift] if c[0] < 0 else [c[0] - here])
+                      if c.__class__ is list and c[0].__class__ is int else c for c in rec])
+                cell[0] = here
+                continue
+            cell = memo[id(obj)]
+            if cell[0] is not None:          # visited through another path meanwhile
+                continue
+            cell[0] = False
+            base = len(stack)
+            closes_cycle[0] = False
+            try:
+                if assets and id(obj) in assets:
+                    rec = [self.index_of(ASSET), assets[id(obj)]]
+                else:
+                    handler = handlers.get(obj.__class__)
+                    if handler is None:
+                        handler = handlers[obj.__class__] = self.handler_for(obj.__class__)
+                    rec = handler(obj)
+            except SaveError as e:
+                if e.path is None:
+                    raise SaveError(e.reason, find_path(root, obj)) from e.__cause__
+                raise
+            except Exception as e:
+                raise SaveError(f"{type(obj).__qualname__} could not be saved: "
+                                f"{type(e).__name__}: {e}", find_path(root, obj)) from e
+            if closes_cycle[0]:              # marked so the loader expects a later record
+                rec[0] = ~rec[0]
+            if len(stack) > base:            # visit the children first, in order
+                children = stack[base:]
+                children.reverse()
+                stack[base:] = [len(records), rec, cell, _FINISH, *children]
+            else:                            # nothing to wait for: rec is final as built
+                cell[0] = len(records)
+                emit(rec)
         for holder, adapter, entries in self.weak:
             self.write_weak(holder, adapter, entries)
         if root_value.__class__ is list:
@@ -307,8 +319,12 @@ class Walker:
         """Walk the strong parts now; write the entries once the walk shows which weak
         targets were saved (write_weak)."""
         prims, mention = self.prims, self.mention
-        entries = [([v if v.__class__ in prims else mention(v) for v in strong], target)
-                   for strong, target in adapter.entries(obj) if target is not None]
+        entries = [(strong, target) for strong, target in adapter.entries(obj)
+                   if target is not None]
+        for strong, _ in entries:
+            for v in strong:
+                if v.__class__ not in prims:
+                    mention(v)           # walked now, referred to when written
         self.keep.append(entries)
         self.weak.append((obj, adapter, entries))
         return [self.index_of(adapter)]
@@ -325,8 +341,9 @@ class Walker:
         if adapter.ordered_by_target:
             saved.sort(key=lambda entry: entry[0])
         payload = []
+        prims = self.prims
         for there, strong in saved:
-            strong = [ref(v[0]) if v.__class__ is list else v for v in strong]
+            strong = [v if v.__class__ in prims else ref(memo[id(v)][0]) for v in strong]
             payload.extend(adapter.payload(strong, ref(there)))
         if adapter.keeps_dead and not saved:
             payload.append(None)

@@ -96,3 +96,16 @@ def test_save_and_load_hold_no_references_afterwards():
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_weak_dictionaries_with_objects_on_the_strong_side(crowd):
+    a, b, c = crowd.values()
+    token_a, token_c = Npc("token-a"), Npc("token-c")
+    by_token = weakref.WeakValueDictionary({token_a: a, token_c: c})      # keys strong
+    badges = weakref.WeakKeyDictionary({a: token_a, c: token_c})          # values strong
+    level = {"tokens": [token_c, token_a], "npcs": [a, b], "by_token": by_token,
+             "badges": badges}
+    back = round_trip(level)
+    loaded_token_a = back["tokens"][1]
+    assert dict(back["by_token"]) == {loaded_token_a: back["npcs"][0]}
+    assert dict(back["badges"]) == {back["npcs"][0]: loaded_token_a}
