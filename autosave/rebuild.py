@@ -298,7 +298,8 @@ class Loader:
         early, unfinished = self.early, self.unfinished
         deferred, hooks = [], []
         has_missing = False
-        # Per type: (plan, mutable, fill or None, fill_finished, has __autosave_loaded__)
+        # Per type: (plan, mutable, fill or None, fill_finished, has __autosave_loaded__,
+        #            create or None)
         info = [(p, p.mutable, p.fill if p.has_fill else None, p.fill_finished, p.has_loaded_hook,
                  getattr(p, "create", None)) for p in self.plans]
         append = objs.append

@@ -16,8 +16,8 @@ import functools
 import operator
 import sys
 import types
-from itertools import chain
 from collections import deque
+from itertools import chain
 
 from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
@@ -33,7 +33,8 @@ from .schema import BUILTIN_BASES, schema_of, solid_base
 PRIMITIVES = frozenset((type(None), bool, int, float, str, bytes))
 _INT_MIN, _INT_END = -(2 ** 63), 2 ** 64
 
-_FINISH = object()   # stack marker: the record and cell below it are ready to emit
+_FINISH = object()   # stack marker: below it the cell, record and build-time length of a
+                     # record whose children are now emitted
 
 _UNSAVEABLE = {
     types.GeneratorType: "a plain generator; decorate its function with @autosave.coroutine "
