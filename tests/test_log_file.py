@@ -1,0 +1,236 @@
+"""The checkpoint log's storage layer (docs/log-format.md): what a flush made durable
+survives any crash; a torn tail is cut and reported; corruption inside committed data is
+a CorruptLogError naming the offset."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autosave import CorruptLogError
+from autosave.log import LogFile, LogLockedError
+from autosave.log.file import CHUNK, PAYLOAD, SLOT_OFFSETS
+
+BLOCK = 256   # small blocks put every record across boundaries
+
+
+def open_log(path, **kw):
+    kw.setdefault("block_size", BLOCK)
+    return LogFile(path, **kw)
+
+
+def commit_payloads(log, payloads, event):
+    offsets = [log.append(PAYLOAD, p) for p in payloads]
+    log.commit([event], lambda: {"snapshot": event})
+    return offsets
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.binary(max_size=700), max_size=4), min_size=1, max_size=6))
+def test_records_round_trip_across_blocks(tmp_path_factory, commits):
+    path = tmp_path_factory.mktemp("log") / "p.log"
+    log = open_log(path)
+    written = []
+    for n, payloads in enumerate(commits):
+        written += zip(commit_payloads(log, payloads, n), payloads)
+    log.close()
+    with open_log(path, writable=False) as log:
+        assert [log.read(offset) for offset, _ in written] == [(PAYLOAD, p) for _, p in written]
+        assert log.metadata() == (None, [[n] for n in range(len(commits))])
+        assert log.recovered == 0
+
+
+def test_pending_records_are_readable_before_the_commit(tmp_path):
+    log = open_log(tmp_path / "p.log")
+    offset = log.append(PAYLOAD, b"not flushed yet")
+    assert log.read(offset) == (PAYLOAD, b"not flushed yet")
+
+
+def test_snapshots_bound_what_opening_replays(tmp_path):
+    path = tmp_path / "p.log"
+    log = open_log(path, deltas_per_snapshot=3)
+    history = []
+    for n in range(10):
+        history.append(n)
+        log.commit([n], lambda: {"events so far": list(history)})
+    log.close()
+    snapshot, deltas = open_log(path).metadata()
+    # Commits 3 and 7 wrote snapshots (each including its own events) instead of deltas.
+    assert snapshot == {"events so far": [0, 1, 2, 3, 4, 5, 6, 7]}
+    assert deltas == [[8], [9]]
+
+
+@pytest.fixture
+def two_commits(tmp_path):
+    """A log with commit A, the file bytes after it, and after commit B."""
+    path = tmp_path / "p.log"
+    log = open_log(path)
+    rng = random.Random(4)
+    payloads_a = [rng.randbytes(300), rng.randbytes(40)]
+    a = dict(zip(commit_payloads(log, payloads_a, "A"), payloads_a))
+    after_a = path.read_bytes()
+    b = commit_payloads(log, [rng.randbytes(500), rng.randbytes(9)], "B")
+    log.close()
+    return path, after_a, path.read_bytes(), a, b
+
+
+def test_crash_at_every_byte_of_a_commit_keeps_the_previous_commit(two_commits, tmp_path):
+    path, after_a, after_b, records_a, _ = two_commits
+    end_a, end_b = len(after_a), len(after_b)
+    for cut in range(end_a, end_b + 1):
+        # The data of commit B reached the disk up to `cut`; its slot did not.
+        crashed = tmp_path / f"crash{cut}.log"
+        crashed.write_bytes(after_a + after_b[end_a:cut])
+        log = open_log(crashed)
+        assert log.recovered == cut - end_a
+        assert log.metadata() == (None, [["A"]])
+        assert {o: log.read(o)[1] for o in records_a} == records_a
+        assert os.path.getsize(crashed) == end_a       # the torn tail was cut
+        log.commit(["C"], dict)                          # and writing goes on from there
+        log.close()
+        assert open_log(crashed).metadata() == (None, [["A"], ["C"]])
+
+
+def test_torn_superblock_write_keeps_one_valid_slot(two_commits, tmp_path):
+    path, after_a, after_b, _, _ = two_commits
+    slot_at = SLOT_OFFSETS[2 % 2]            # commit B (seq 2) overwrote slot 0
+    new_slot = after_b[slot_at:slot_at + 64]
+    old_slot = after_a[slot_at:slot_at + 64]
+    for torn in range(65):
+        image = bytearray(after_b)
+        image[slot_at:slot_at + 64] = new_slot[:torn] + old_slot[torn:]
+        crashed = tmp_path / f"torn{torn}.log"
+        crashed.write_bytes(bytes(image))
+        log = open_log(crashed)
+        expected = [["A"], ["B"]] if torn == 64 else [["A"]]
+        assert log.metadata() == (None, expected), torn
+        assert log.recovered == (0 if torn == 64 else len(after_b) - len(after_a))
+        log.close()
+
+
+def chunk_spans(data, offset, block):
+    """Byte ranges of the chunks of the record at offset (what a flip must be caught in)."""
+    spans, pos = [], offset
+    while True:
+        _, length, kind = CHUNK.unpack_from(data, pos)
+        spans.append(range(pos, pos + CHUNK.size + length))
+        pos += CHUNK.size + length
+        if kind in (1, 4):
+            return spans
+        if block - pos % block < CHUNK.size:
+            pos += block - pos % block
+
+
+def test_flipped_byte_in_a_payload_is_reported_with_its_offset(two_commits, tmp_path):
+    path, _, after_b, _, offsets_b = two_commits
+    target = offsets_b[0]
+    for span in chunk_spans(after_b, target, BLOCK):
+        for at in span:
+            image = bytearray(after_b)
+            image[at] ^= 0x40
+            damaged = tmp_path / "flip.log"
+            damaged.write_bytes(bytes(image))
+            log = open_log(damaged, writable=False)
+            with pytest.raises(CorruptLogError, match=r"offset \d+"):
+                log.read(target)
+            log.close()
+
+
+def test_flipped_byte_in_metadata_fails_the_open(two_commits, tmp_path):
+    path, _, after_b, _, _ = two_commits
+    meta = open_log(path, writable=False).slot.meta
+    for span in chunk_spans(after_b, meta, BLOCK):
+        for at in span:
+            image = bytearray(after_b)
+            image[at] ^= 0x01
+            damaged = tmp_path / "flip.log"
+            damaged.write_bytes(bytes(image))
+            with open_log(damaged) as log, pytest.raises(CorruptLogError, match=r"offset \d+"):
+                log.metadata()
+
+
+def test_damaged_headers_are_named(two_commits, tmp_path):
+    path, _, after_b, _, _ = two_commits
+    cases = {
+        "not an autosave checkpoint log": b"garbage!" + after_b[8:],
+        "version 9": after_b[:8] + b"\x09" + after_b[9:],
+        "both superblock slots": after_b[:64] + bytes(128) + after_b[192:],
+        "committed data ends at offset": after_b[:-5],
+    }
+    for message, image in cases.items():
+        damaged = tmp_path / "bad.log"
+        damaged.write_bytes(image)
+        with pytest.raises(CorruptLogError, match=message):
+            open_log(damaged)
+        assert damaged.read_bytes() == image, "a damaged log must not be modified"
+
+
+def test_one_writer_at_a_time(tmp_path):
+    path = tmp_path / "p.log"
+    writer = open_log(path)
+    with pytest.raises(LogLockedError, match="open for writing in another process"):
+        open_log(path)
+    reader = open_log(path, writable=False)        # readers are welcome
+    reader.close()
+    writer.close()
+    open_log(path).close()                         # the lock went with the writer
+
+
+def test_second_process_cannot_write(tmp_path):
+    path = tmp_path / "p.log"
+    writer = open_log(path)
+    probe = textwrap.dedent(f"""
+        from autosave.log import LogFile, LogLockedError
+        try:
+            LogFile({str(path)!r}, block_size={BLOCK})
+        except LogLockedError as e:
+            print("locked:", e)
+    """)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout
+    writer.close()
+    assert out.startswith("locked:")
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from autosave.log import LogFile
+    from autosave.log.file import PAYLOAD
+    log = LogFile(sys.argv[1], block_size=256, deltas_per_snapshot=5)
+    n = int(sys.argv[2])
+    while True:
+        log.append(PAYLOAD, (b"%d;" % n) * (n % 97 + 1))
+        log.commit([n], lambda: {"last": n})
+        print(n, flush=True)          # only after the commit returned
+        n += 1
+""")
+
+
+def test_sigkill_at_random_instants_loses_nothing_committed(tmp_path):
+    path = tmp_path / "killed.log"
+    rng = random.Random(11)
+    reported = -1
+    for round_ in range(8):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(reported + 1)],
+                                stdout=subprocess.PIPE, text=True)
+        time.sleep(0.15 + rng.random() * 0.25)
+        proc.send_signal(signal.SIGKILL)
+        out, _ = proc.communicate()
+        lines = out.split()
+        if lines:
+            reported = int(lines[-1])
+        log = open_log(path)
+        snapshot, deltas = log.metadata()
+        events = [e for delta in deltas for e in delta]
+        last = events[-1] if events else snapshot["last"]
+        # Everything reported committed is there; at most one commit more made it.
+        assert last in (reported, reported + 1), (round_, last, reported)
+        reported = last
+        log.close()
