@@ -16,12 +16,14 @@ from .errors import (
     UntrustedTypeError,
 )
 from .files import dumps, load, loads, save
+from .log import Bookmark, CheckpointLog, LogLockedError, Position
 from .registry import allow, asset, assets, save_root, saveable, upgrade
 from .schema import transient
 
 __all__ = [
     "save_root", "saveable", "transient", "upgrade", "asset", "assets", "allow",
     "dumps", "loads", "save", "load",
+    "CheckpointLog", "Position", "Bookmark", "LogLockedError",
     "SaveError", "LoadError", "FormatError", "UntrustedTypeError",
     "IncompatibleSaveError", "CorruptLogError",
 ]

@@ -1,0 +1,389 @@
+"""The checkpoint log: a history tree of node records, checkpoints, bookmarks, reached
+data and globals, kept in one crash-safe file (log/file.py, docs/log-format.md).
+
+A *node record* covers a range of steps of one named node along one path of play. Its
+parent is the record play came from, and ``parent_step`` is the parent's last step on
+that path. Entering a node makes a child of the current record (or finds the child with
+the same name and key). Stepping from a position that is not the last step of its record
+starts a *branch*: a new record for the same node, so history is never overwritten.
+Checkpoints (full states from the serializer) are taken at a record's first step and
+every ``checkpoint_every`` steps; restoring loads the nearest one at or before the
+target and lets the game replay the rest.
+
+Everything is a metadata event appended to the file at ``flush()``; opening replays
+them (and never reads a checkpoint until one is restored).
+"""
+
+import time
+import zlib
+from collections.abc import Mapping
+
+import attrs
+
+from ..errors import CorruptLogError
+from ..files import dumps, loads
+from .file import PAYLOAD, LogFile
+
+_PLAIN_KEYS = (type(None), bool, int, str, bytes)
+
+
+@attrs.frozen
+class Position:
+    """A step of play: ``step`` of node ``node``, in node record ``record``."""
+    node: str
+    step: int
+    record: int
+
+
+@attrs.define
+class NodeRecord:
+    id: int
+    name: str
+    key: object
+    parent: int | None
+    parent_step: int | None      # the parent's last step on this path
+    first_step: int
+    last_step: int               # first_step - 1 while the record has no step
+    checkpoints: dict = attrs.Factory(dict)   # step -> payload offset
+    children: list = attrs.Factory(list)      # record ids, in creation order
+
+    def row(self):
+        return [self.id, self.name, self.key, self.parent, self.parent_step, self.first_step,
+                self.last_step, sorted(self.checkpoints.items())]
+
+
+@attrs.frozen
+class Bookmark:
+    position: Position
+    description: str
+    created: float
+    screenshot_offset: int
+    _log: object = attrs.field(repr=False, eq=False)
+
+    @property
+    def screenshot(self):
+        """The screenshot bytes given to ``bookmark()``, read from the log, or None."""
+        if not self.screenshot_offset:
+            return None
+        return self._log.file.read(self.screenshot_offset)[1]
+
+
+class Reached:
+    """Keys reached in any play (dialogue ids, endings): shared by every save slot."""
+
+    def __init__(self, log):
+        self._log = log
+        self._keys = set()
+
+    def add(self, key):
+        if type(key) not in _PLAIN_KEYS or type(key) is bool:
+            raise TypeError(f"reached keys are str, int or bytes, not {type(key).__name__}")
+        if key not in self._keys:
+            self._keys.add(key)
+            self._log._events.append(["reached", key])
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self):
+        return len(self._keys)
+
+
+class CheckpointLog:
+    """One player profile's whole history. See the module docstring and DESIGN.md."""
+
+    def __init__(self, file, checkpoint_every):
+        if not isinstance(checkpoint_every, int) or checkpoint_every < 1:
+            raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
+        self.file = file
+        self.checkpoint_every = checkpoint_every
+        self.records = {}            # id -> NodeRecord
+        self.roots = []              # ids of records without a parent
+        self._bookmarks = {}         # slot -> Bookmark
+        self.reached = Reached(self)
+        self.globals = {}
+        self._events = []            # metadata events not flushed yet
+        self._extended = {}          # record id -> last step, not flushed yet
+        self._saved_globals = dumps({})
+        self._saved_at = None        # (record id, step) as of the last flush
+        self._current = None         # NodeRecord
+        self._step = None            # current step in it (first_step - 1 before the first)
+        self._reentered = False      # entered an existing record: its first step is reused
+        try:
+            self._load_metadata()
+        except BaseException:
+            file.close()
+            raise
+
+    @classmethod
+    def open(cls, path, checkpoint_every=10, **file_options):
+        """Open (or create) the log at ``path`` for writing; one writer at a time."""
+        return cls(LogFile(path, **file_options), checkpoint_every)
+
+    @property
+    def recovered(self):
+        """Bytes of an unflushed, torn tail cut when the log was opened (0 if none)."""
+        return self.file.recovered
+
+    # -- play -----------------------------------------------------------------------------
+
+    def enter(self, node, key=None):
+        """Begin node ``node``; ``key`` tells apart entries with different variables."""
+        if not isinstance(node, str) or not node:
+            raise TypeError(f"a node name is a non-empty str, not {node!r}")
+        if type(key) not in _PLAIN_KEYS:
+            raise TypeError(f"a node key is None, bool, int, str or bytes, not {type(key).__name__}")
+        parent = self._current
+        siblings = parent.children if parent is not None else self.roots
+        for rid in siblings:
+            record = self.records[rid]
+            if record.name == node and record.key == key and record.first_step == 0 and (
+                    parent is None or record.parent_step == self._step):
+                self._current, self._step, self._reentered = record, -1, True
+                return self.position
+        record = self._new_record(node, key, parent, 0)
+        self._current, self._step, self._reentered = record, -1, False
+        return self.position
+
+    def step(self, state, checkpoint=None):
+        """One step reached with game state ``state``. A checkpoint is written at a
+        record's first step, every ``checkpoint_every`` steps, or when ``checkpoint`` is
+        True (never when it is False, except at a record's first step)."""
+        record = self._current
+        if record is None:
+            raise RuntimeError("step() before enter(): there is no node to step in")
+        nxt = self._step + 1
+        if nxt <= record.last_step:
+            if self._reentered and nxt == record.first_step:
+                self._step, self._reentered = nxt, False     # the same start, reached again
+                return self.position
+            record = self._new_record(record.name, record.key, record, nxt)
+            self._current = record
+        self._reentered = False
+        record.last_step = self._extended[record.id] = self._step = nxt
+        since = nxt - max(record.checkpoints, default=nxt - self.checkpoint_every)
+        if nxt == record.first_step or checkpoint or (checkpoint is None
+                                                       and since >= self.checkpoint_every):
+            offset = self.file.append(PAYLOAD, zlib.compress(dumps(state), 1))
+            record.checkpoints[nxt] = offset
+            self._events.append(["checkpoint", record.id, nxt, offset])
+        return self.position
+
+    @property
+    def position(self):
+        """The Position of the last step (step first_step - 1 right after enter)."""
+        if self._current is None:
+            return None
+        return Position(self._current.name, self._step, self._current.id)
+
+    def restore(self, position, replay=None):
+        """The game state at ``position``; play continues from there (new steps branch).
+
+        Loads the nearest checkpoint at or before the position, then calls
+        ``replay(state, steps)``, which must re-execute ``steps`` steps without calling
+        ``step()`` and return the resulting state."""
+        record = self._record_at(position)
+        at = [s for s in record.checkpoints if s <= position.step]
+        if not at:
+            raise ValueError(f"{position} is before the first step of its record")
+        base = max(at)
+        kind, payload = self.file.read(record.checkpoints[base])
+        state = loads(zlib.decompress(payload))
+        steps = position.step - base
+        if steps:
+            if replay is None:
+                raise ValueError(
+                    f"{position} is {steps} steps after the nearest checkpoint (step {base}); "
+                    f"pass replay=lambda state, steps: ... to re-execute them")
+            state = replay(state, steps)
+        self._current, self._step, self._reentered = record, position.step, False
+        return state
+
+    def back(self, n=1):
+        """The Position ``n`` steps earlier along the history leading here."""
+        if n < 0:
+            raise ValueError("back() counts steps backwards: n >= 0")
+        record, step = self._current, self._step
+        if record is None:
+            raise RuntimeError("back() before enter()")
+        while True:
+            if step - n >= record.first_step:
+                return Position(record.name, step - n, record.id)
+            n -= step - record.first_step + 1
+            if record.parent is None:
+                raise ValueError("back() goes before the first step of the history")
+            record, step = self.records[record.parent], record.parent_step
+
+    def history(self):
+        """[(node name, first step, last step)] of the path from the root to here."""
+        out = []
+        record, step = self._current, self._step
+        while record is not None:
+            out.append((record.name, record.first_step, step))
+            step = record.parent_step
+            record = self.records[record.parent] if record.parent is not None else None
+        return out[::-1]
+
+    # -- bookmarks --------------------------------------------------------------------------
+
+    @property
+    def bookmarks(self):
+        """slot -> Bookmark, read-only; see bookmark() and delete_bookmark()."""
+        return _ReadOnly(self._bookmarks)
+
+    def bookmark(self, slot, description="", screenshot=None, position=None):
+        """Point save slot ``slot`` at ``position`` (default: here). Instant: no state is
+        written, the slot refers into the history."""
+        if not isinstance(slot, str) or not slot:
+            raise TypeError(f"a bookmark slot is a non-empty str, not {slot!r}")
+        position = position or self.position
+        if position is None:
+            raise RuntimeError("bookmark() before any step")
+        self._record_at(position)
+        shot = self.file.append(PAYLOAD, bytes(screenshot)) if screenshot is not None else 0
+        mark = Bookmark(position, str(description), time.time(), shot, self)
+        self._bookmarks[slot] = mark
+        self._events.append(["bookmark", slot, position.record, position.step,
+                             mark.description, mark.created, shot])
+        return mark
+
+    def delete_bookmark(self, slot):
+        del self._bookmarks[slot]
+        self._events.append(["unbookmark", slot])
+
+    # -- durability ----------------------------------------------------------------------
+
+    def flush(self):
+        """Make everything so far durable (one atomic commit)."""
+        events, self._events = self._events, []
+        events += [["steps", rid, last] for rid, last in self._extended.items()]
+        self._extended.clear()
+        saved = dumps(self.globals)
+        if saved != self._saved_globals:
+            events.append(["globals", saved])
+            self._saved_globals = saved
+        at = (self._current.id, self._step) if self._current is not None else None
+        if at != self._saved_at:
+            events.append(["at", *at])
+            self._saved_at = at
+        self.file.commit(events, self._state)
+
+    def close(self):
+        if self.file.fd is not None:
+            self.flush()
+            self.file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *rest):
+        if exc_type is None:
+            self.close()
+        else:
+            self.file.close()        # unflushed work is lost, as after a crash
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _new_record(self, name, key, parent, first_step):
+        rid = len(self.records)
+        record = NodeRecord(rid, name, key, parent.id if parent else None,
+                            self._step if parent else None, first_step, first_step - 1)
+        self.records[rid] = record
+        (parent.children if parent else self.roots).append(rid)
+        self._events.append(["node", rid, name, key, record.parent, record.parent_step,
+                             first_step])
+        return record
+
+    def _record_at(self, position):
+        record = self.records.get(getattr(position, "record", None))
+        if record is None or record.name != position.node or not (
+                record.first_step <= position.step <= record.last_step):
+            raise ValueError(f"{position!r} is not a step of this log's history")
+        return record
+
+    def _state(self):
+        return {
+            "records": [r.row() for r in self.records.values()],
+            "bookmarks": [[slot, b.position.record, b.position.step, b.description, b.created,
+                           b.screenshot_offset] for slot, b in self._bookmarks.items()],
+            "reached": sorted(self.reached, key=lambda k: (type(k).__name__, k)),
+            "globals": self._saved_globals,
+            "at": [self._current.id, self._step] if self._current is not None else None,
+        }
+
+    def _load_metadata(self):
+        snapshot, deltas = self.file.metadata()
+        try:
+            if snapshot is not None:
+                self._apply_snapshot(snapshot)
+            for events in deltas:
+                for event in events:
+                    self._apply(event)
+        except CorruptLogError:
+            raise
+        except Exception as e:
+            raise CorruptLogError(f"{self.file.path}: metadata does not describe a history: "
+                                  f"{type(e).__name__}: {e}") from e
+
+    def _apply_snapshot(self, state):
+        for rid, name, key, parent, parent_step, first, last, checkpoints in state["records"]:
+            self._apply(["node", rid, name, key, parent, parent_step, first])
+            self.records[rid].last_step = last
+            self.records[rid].checkpoints = dict(checkpoints)
+        for slot, rid, step, description, created, shot in state["bookmarks"]:
+            self._apply(["bookmark", slot, rid, step, description, created, shot])
+        for key in state["reached"]:
+            self.reached._keys.add(key)
+        self._apply(["globals", state["globals"]])
+        if state["at"] is not None:
+            self._apply(["at", *state["at"]])
+
+    def _apply(self, event):
+        kind, *args = event
+        if kind == "node":
+            rid, name, key, parent, parent_step, first = args
+            if rid != len(self.records):
+                raise ValueError(f"node record {rid} out of order")
+            self.records[rid] = NodeRecord(rid, name, key, parent, parent_step, first, first - 1)
+            (self.records[parent].children if parent is not None else self.roots).append(rid)
+        elif kind == "steps":
+            rid, last = args
+            self.records[rid].last_step = last
+        elif kind == "checkpoint":
+            rid, step, offset = args
+            self.records[rid].checkpoints[step] = offset
+        elif kind == "bookmark":
+            slot, rid, step, description, created, shot = args
+            record = self.records[rid]
+            self._bookmarks[slot] = Bookmark(Position(record.name, step, rid), description,
+                                             created, shot, self)
+        elif kind == "unbookmark":
+            self._bookmarks.pop(args[0], None)
+        elif kind == "reached":
+            self.reached._keys.add(args[0])
+        elif kind == "globals":
+            self._saved_globals = args[0]
+            self.globals = loads(args[0])
+        elif kind == "at":
+            rid, step = args
+            self._current, self._step = self.records[rid], step
+            self._saved_at = (rid, step)
+        else:
+            raise ValueError(f"unknown event {kind!r}")
+
+
+class _ReadOnly(Mapping):
+    def __init__(self, data):
+        self._data = data
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
