@@ -59,3 +59,52 @@ def test_cli_runs_as_a_module(tmp_path):
     out = subprocess.run([sys.executable, "-m", "autosave.cli", "dump", str(path), "--indent", "0"],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out)["types"][0]["name"] == "builtins.dict"
+
+
+def make_log(path):
+    with autosave.CheckpointLog.open(path, checkpoint_every=2) as log:
+        log.enter("prologue")
+        for hp in range(3):
+            log.step({"hp": hp, "npcs": [Npc(f"n{hp}")]})
+        log.bookmark("slot1", description="Gate", screenshot=b"P" * 40)
+        log.restore(log.back(1), replay=lambda state, steps: state)
+        log.step({"hp": 99, "npcs": []})
+
+
+def test_inspect_log_shows_tree_checkpoints_bookmarks_and_sizes(tmp_path, capsys):
+    path = tmp_path / "profile.log"
+    make_log(path)
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "#0 prologue  steps 0-2  checkpoints 0,2  bookmarks slot1@2" in out
+    assert "#1 prologue (branch)  steps 2-2  checkpoints 2" in out
+    assert "slot1: prologue step 2 (#0) 'Gate'" in out and "screenshot 40 B" in out
+    assert "no torn tail" in out
+    assert f"{__name__}.Npc" not in out                  # the newest checkpoint has none
+    assert "bytes: checkpoints 3" in out
+
+
+def test_inspect_reports_a_torn_tail_without_cutting_it(tmp_path, capsys):
+    path = tmp_path / "profile.log"
+    make_log(path)
+    with open(path, "ab") as f:
+        f.write(b"half a write")
+    size = path.stat().st_size
+    assert main(["inspect", str(path)]) == 0
+    assert "torn tail: 12 bytes" in capsys.readouterr().out
+    assert path.stat().st_size == size
+
+
+def test_inspect_save_lists_bytes_by_class(tmp_path, capsys):
+    path = tmp_path / "w.sav"
+    autosave.save(path, [Npc("a"), Npc("b"), {"k": 1}])
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"2  {__name__}.Npc" in out and "4 records of 3 types" in out
+
+
+def test_inspect_of_other_files_is_a_clean_error(tmp_path, capsys):
+    path = tmp_path / "notes.txt"
+    path.write_text("hello")
+    assert main(["inspect", str(path)]) == 2
+    assert "neither an autosave save nor a checkpoint log" in capsys.readouterr().err
