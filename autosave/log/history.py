@@ -164,7 +164,8 @@ class CheckpointLog:
             self._current = record
         self._reentered = False
         record.last_step = self._extended[record.id] = self._step = nxt
-        since = nxt - max(record.checkpoints, default=nxt - self.checkpoint_every)
+        # Checkpoints are added in step order, so the newest is the last key.
+        since = nxt - next(reversed(record.checkpoints), nxt - self.checkpoint_every)
         if nxt == record.first_step or checkpoint or (checkpoint is None
                                                        and since >= self.checkpoint_every):
             offset = self.file.append(PAYLOAD, zlib.compress(dumps(state), 1))
@@ -190,8 +191,16 @@ class CheckpointLog:
         if not at:
             raise ValueError(f"{position} is before the first step of its record")
         base = max(at)
-        kind, payload = self.file.read(record.checkpoints[base])
-        state = loads(zlib.decompress(payload))
+        offset = record.checkpoints[base]
+        kind, payload = self.file.read(offset)
+        try:
+            if kind != PAYLOAD:
+                raise ValueError(f"a record of kind {kind}")
+            data = zlib.decompress(payload)
+        except (ValueError, zlib.error) as e:
+            raise CorruptLogError(f"{self.file.path}: the checkpoint at offset {offset} is not "
+                                  f"a compressed save ({e})") from None
+        state = loads(data)
         steps = position.step - base
         if steps:
             if replay is None:
