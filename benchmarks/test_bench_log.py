@@ -1,0 +1,154 @@
+"""The checkpoint log next to the plain serializer, per target of the issue.
+
+    python -m pytest benchmarks/test_bench_log.py
+    python -m pytest benchmarks/test_bench_log.py -k restore
+
+Each target is one pytest-benchmark group, so the log's timing prints next to its
+baseline (compare_log.py prints the same as a table, with the targets checked):
+
+* log append   ``log.step(level, checkpoint=True)`` (no flush) vs ``autosave.dumps(level)``:
+               target at most 1.15x. The flush is untimed, between rounds.
+* log flush    (informative) the flush of one checkpoint alone, and a durable checkpoint
+               (append + flush) vs ``autosave.save``, an atomic save file.
+* log restore  ``log.restore(position)`` of a checkpointed step vs ``autosave.loads`` of
+               the same state's bytes: target at most 1.15x. The log is reopened
+               (untimed) before each round, so its block cache is cold.
+* log open     opening (and closing) a log of 10,000 checkpoints: target under 100 ms.
+               Built once as compare_log.py builds it; checked to read no payload.
+
+The state is the demo level of graphs.py (~15k objects). Round trips are checked before
+anything is timed. The garbage collector is off while timing (conftest.py).
+"""
+
+import pytest
+
+import autosave
+from compare_log import OPEN_CHECKPOINTS, build_open_log, check_open_log, open_close
+from graphs import count_objects, level_graph, same_graph
+
+ROUNDS = 10          # per timing of the level: ~50 ms each
+
+
+class Level:
+    def __init__(self):
+        self.root = level_graph()
+        self.objects = count_objects(self.root)
+        self.data = autosave.dumps(self.root)
+        same_graph(self.root, autosave.loads(self.data))
+        self.name = f"level-15k ({self.objects:,} objects)"
+
+
+@pytest.fixture(scope="module")
+def level():
+    return Level()
+
+
+@pytest.fixture
+def log(tmp_path, level):
+    """A log whose current record has one checkpoint of the level, flushed; checked to
+    restore it."""
+    log = autosave.CheckpointLog.open(tmp_path / "play.log")
+    try:
+        log.enter("level")
+        log.step(level.root)
+        log.flush()
+        same_graph(level.root, log.restore(log.position))
+        yield log
+    finally:
+        log.close()
+
+
+def pedantic(benchmark, fn, *args, setup=None):
+    return benchmark.pedantic(fn, args=args, setup=setup, rounds=ROUNDS, warmup_rounds=1)
+
+
+# -- 1. append ------------------------------------------------------------------------------
+
+
+def test_append_dumps(benchmark, level):
+    benchmark.group = f"log append: {level.name}"
+    benchmark.extra_info.update(bytes=len(level.data))
+    pedantic(benchmark, autosave.dumps, level.root)
+
+
+def test_append_checkpoint(benchmark, level, log):
+    benchmark.group = f"log append: {level.name}"
+    start = log.file.end
+    # The flush between rounds (untimed) keeps the pending buffer to one checkpoint.
+    pedantic(benchmark, lambda: log.step(level.root, checkpoint=True), setup=log.flush)
+    log.flush()
+    benchmark.extra_info.update(bytes_per_checkpoint=(log.file.end - start) / (ROUNDS + 1))
+
+
+# -- 1b. flush (informative) -----------------------------------------------------------------
+
+
+def test_flush_one_checkpoint(benchmark, level, log):
+    benchmark.group = f"log flush (informative): {level.name}"
+
+    def append():
+        log.step(level.root, checkpoint=True)
+
+    pedantic(benchmark, log.flush, setup=append)
+
+
+def test_flush_checkpoint_and_flush(benchmark, level, log):
+    benchmark.group = f"log flush (informative): {level.name}"
+
+    def durable_checkpoint():
+        log.step(level.root, checkpoint=True)
+        log.flush()
+
+    pedantic(benchmark, durable_checkpoint)
+
+
+def test_flush_atomic_save_file(benchmark, level, tmp_path):
+    benchmark.group = f"log flush (informative): {level.name}"
+    pedantic(benchmark, autosave.save, tmp_path / "slot.sav", level.root)
+
+
+# -- 2. restore ------------------------------------------------------------------------------
+
+
+def test_restore_loads(benchmark, level):
+    benchmark.group = f"log restore: {level.name}"
+    pedantic(benchmark, autosave.loads, level.data)
+
+
+def test_restore_checkpoint(benchmark, level, log):
+    benchmark.group = f"log restore: {level.name}"
+    path, position = log.file.path, log.position
+    log.close()
+    holder = {}
+
+    def reopen():
+        if "log" in holder:
+            holder["log"].close()
+        holder["log"] = autosave.CheckpointLog.open(path)
+
+    try:
+        reopen()
+        same_graph(level.root, holder["log"].restore(position))
+        pedantic(benchmark, lambda: holder["log"].restore(position), setup=reopen)
+    finally:
+        holder["log"].close()
+
+
+# -- 3. open ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def open_log(tmp_path_factory):
+    path = tmp_path_factory.mktemp("open") / "open.log"
+    commits, deltas = build_open_log(path)
+    records_read = check_open_log(path)
+    return path, {"checkpoints": OPEN_CHECKPOINTS, "commits": commits,
+                  "deltas_replayed": deltas, "records_read": records_read,
+                  "bytes": path.stat().st_size}
+
+
+def test_open_10k_checkpoints(benchmark, open_log):
+    path, info = open_log
+    benchmark.group = f"log open: {OPEN_CHECKPOINTS:,} checkpoints (target < 100 ms)"
+    benchmark.extra_info.update(info)
+    benchmark(open_close, path)
