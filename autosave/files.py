@@ -60,7 +60,7 @@ def save(path, root):
         except FileNotFoundError:
             pass
         raise
-    _fsync_directory(directory)
+    fsync_directory(directory)
     return len(data)
 
 
@@ -75,7 +75,8 @@ def load(path):
         raise
 
 
-def _fsync_directory(directory):
+def fsync_directory(directory):
+    """Make a rename or a new file in ``directory`` durable (where the OS allows)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:

@@ -14,6 +14,7 @@ import msgpack
 import xxhash
 
 from ..errors import CorruptLogError
+from ..files import fsync_directory
 
 MAGIC = b"\x89ASVLOG\n"
 VERSION = 1
@@ -154,7 +155,7 @@ class LogFile:
         header[SLOT_OFFSETS[0]:SLOT_OFFSETS[0] + 64] = self.slot.pack()
         os.pwrite(self.fd, bytes(header), 0)
         os.fsync(self.fd)
-        _fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+        fsync_directory(os.path.dirname(os.path.abspath(self.path)))
 
     def _read_header(self, size):
         head = os.pread(self.fd, 192, 0)
@@ -307,15 +308,3 @@ class LogFile:
     def __exit__(self, *exc):
         self.close()
 
-
-def _fsync_directory(directory):
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
