@@ -50,6 +50,7 @@ class Registry:
         self.upgrades = {}         # (stable name, from_version) -> fn(fields) -> fields
         self.asset_by_id = {}      # asset id -> object
         self.asset_id_of = {}      # id(object) -> asset id (objects kept alive above)
+        self.asset_classes = set() # classes with a registered asset instance
 
     # -- registration ----------------------------------------------------------------
 
@@ -98,6 +99,7 @@ class Registry:
             del self.asset_id_of[id(known)]
         self.asset_by_id[asset_id] = obj
         self.asset_id_of[id(obj)] = asset_id
+        self.asset_classes.add(type(obj))
         return obj
 
     # -- trust -----------------------------------------------------------------------

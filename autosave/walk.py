@@ -119,7 +119,7 @@ class Walker:
         self.root = root
         root_value = self.value(root)
         stack, memo, records = self.stack, self.memo, self.records
-        handlers, assets, pop, emit = self.handlers, self.assets, self.stack.pop, records.append
+        handlers, pop, emit = self.handlers, self.stack.pop, records.append
         closes_cycle = self.closes_cycle
         while stack:
             obj = pop()
@@ -138,15 +138,11 @@ class Walker:
                 continue
             cell[0] = False
             base = len(stack)
-            closes_cycle[0] = False
             try:
-                if assets and id(obj) in assets:
-                    rec = [self.index_of(ASSET), assets[id(obj)]]
-                else:
-                    handler = handlers.get(obj.__class__)
-                    if handler is None:
-                        handler = handlers[obj.__class__] = self.handler_for(obj.__class__)
-                    rec = handler(obj)
+                handler = handlers.get(obj.__class__)
+                if handler is None:
+                    handler = handlers[obj.__class__] = self.handler_for(obj.__class__)
+                rec = handler(obj)
             except SaveError as e:
                 if e.path is None:
                     raise SaveError(e.reason, find_path(root, obj)) from e.__cause__
@@ -156,6 +152,7 @@ class Walker:
                                 f"{type(e).__name__}: {e}", find_path(root, obj)) from e
             if closes_cycle[0]:              # marked so the loader expects a later record
                 rec[0] = ~rec[0]
+                closes_cycle[0] = False
             if len(stack) > base:            # visit the children first, in order
                 children = stack[base:]
                 children.reverse()
@@ -184,6 +181,22 @@ class Walker:
     # -- dispatch: one handler per class -------------------------------------------------
 
     def handler_for(self, cls):
+        """Classes with registered assets check each instance for being one first; the
+        others pay nothing for assets."""
+        if cls not in REGISTRY.asset_classes:
+            return self.plain_handler_for(cls)
+        assets, plain = self.assets, []
+
+        def save_asset_or_object(obj):
+            asset_id = assets.get(id(obj))
+            if asset_id is not None:
+                return [self.index_of(ASSET), asset_id]
+            if not plain:            # a class may be saveable only as assets
+                plain.append(self.plain_handler_for(cls))
+            return plain[0](obj)
+        return save_asset_or_object
+
+    def plain_handler_for(self, cls):
         adapter = ADAPTERS_BY_TYPE.get(cls)
         if adapter is not None:
             return self.adapter_handler(cls, adapter)
