@@ -14,7 +14,6 @@ code from the same data. Strategies, chosen in this order:
 import collections
 import dataclasses
 import enum
-import types
 from types import MappingProxyType
 
 import attrs
@@ -64,7 +63,7 @@ class ClassSchema:
     has_dict: bool
     transient: frozenset          # field names never saved
     declared: tuple               # declared field names (attrs/dataclass), else ()
-    defaults: MappingProxyType    # field name -> FieldDefault (declared + class attrs)
+    defaults: MappingProxyType    # declared field name -> FieldDefault
     fingerprint: str
 
     def shape_of(self, obj):
@@ -138,10 +137,6 @@ def _build(cls):
 
     declared, defaults, transient_names = _declared_fields(cls)
     transient_names |= set(getattr(cls, "__autosave_transient__", ()))
-    # Plain classes: class attributes are the defaults of fields added later.
-    for field in transient_names:
-        if field not in defaults and field in _class_attrs(cls):
-            defaults[field] = FieldDefault(value=getattr(cls, field))
 
     fp = xxhash.xxh64()
     fp.update(f"{name}|{version}|{strategy}|{getattr(builtin_base(cls), '__name__', '')}|".encode())
@@ -187,15 +182,8 @@ def _mangle(klass, slot):
     return slot
 
 
-def _class_attrs(cls):
-    out = {}
-    for klass in reversed(cls.__mro__):
-        out.update(klass.__dict__)
-    return out
-
-
 def _declared_fields(cls):
-    """Declared fields with their defaults, for attrs classes and dataclasses."""
+    """Declared fields with their defaults and transient marks (attrs, dataclasses)."""
     declared, defaults, transient_names = [], {}, set()
     if attrs.has(cls):
         for a in attrs.fields(cls):
@@ -219,10 +207,6 @@ def _declared_fields(cls):
                 defaults[f.name] = FieldDefault(value=f.default)
             else:
                 defaults[f.name] = FieldDefault()
-    else:
-        for field, value in _class_attrs(cls).items():
-            if not field.startswith("__") and not isinstance(
-                value, (types.FunctionType, classmethod, staticmethod, property, type,
-                        types.MemberDescriptorType, types.GetSetDescriptorType)):
-                defaults[field] = FieldDefault(value=value)
+    # Plain classes declare nothing: a field missing from a save reads through to the
+    # class attribute of that name, if any, by ordinary attribute lookup.
     return declared, defaults, transient_names

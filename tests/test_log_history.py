@@ -10,7 +10,6 @@ import time
 
 import pytest
 
-import autosave
 from autosave import CheckpointLog, CorruptLogError, Position
 
 

@@ -13,7 +13,7 @@ import sys
 import types
 
 from ..errors import IncompatibleSaveError, UntrustedTypeError
-from ..registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
+from ..registry import REGISTRY, stable_name
 from .base import ADAPTERS_BY_NAME, Adapter, register_adapter
 
 
@@ -33,7 +33,7 @@ class GlobalAdapter(Adapter):
     @classmethod
     def name_of(cls, obj):
         name = stable_name(obj)
-        if name in cls.adapter_classes() or name in SAFE_STDLIB_NAMES:
+        if name in cls.adapter_classes():
             return name
         return REGISTRY.check_savable_name(obj, "class" if isinstance(obj, type) else "function")
 
