@@ -31,3 +31,8 @@ class IncompatibleSaveError(LoadError):
 
 class CorruptLogError(LoadError):
     """Committed data inside a checkpoint log failed its checksum."""
+
+
+class StaleGeneratedCodeError(Exception):
+    """Generated save code no longer matches its class (raised with AUTOSAVE_STRICT=1;
+    otherwise the class is saved by reflection with a warning)."""

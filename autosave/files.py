@@ -5,7 +5,9 @@ import os
 import tempfile
 from contextlib import contextmanager
 
+from .direct import DirectWalker
 from .format import decode, encode
+from .generated import GENERATED
 from .rebuild import load_records
 from .walk import Walker
 
@@ -27,6 +29,14 @@ def collector_paused():
 def dumps(root):
     """Everything reachable from ``root``, as bytes. Raises SaveError with the object path."""
     with collector_paused():
+        if GENERATED.activate():
+            try:
+                return encode(*DirectWalker().run(root))
+            except Exception:
+                # Too deep, an int wider than 64 bits, or something that cannot be
+                # saved: the reflective walk gives the same bytes, or the error with
+                # its object path.
+                pass
         types, records, root_value = Walker().run(root)
         try:
             return encode(types, records, root_value)

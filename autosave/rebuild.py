@@ -19,6 +19,7 @@ from .adapters import ADAPTERS_BY_NAME
 from .adapters.callables import apply_default_state
 from .errors import FormatError, IncompatibleSaveError, LoadError
 from .format import ABSENT, STATE_FIELDS
+from .generated import GENERATED
 from .registry import REGISTRY
 from .schema import schema_of
 
@@ -284,6 +285,15 @@ def plan_for(index, entry):
 class Loader:
     def __init__(self, types, records, unset_markers=0, closes_cycle=None):
         self.plans = [plan_for(i, e) for i, e in enumerate(types)]
+        if not unset_markers:
+            # Generated code builds records straight into their objects; it never sees
+            # unset-slot markers, so it is used only when the file holds none.
+            for plan in self.plans:
+                if isinstance(plan, InstancePlan) and plan.create is not None:
+                    factory = GENERATED.load_factory(plan.cls)
+                    create = factory(plan) if factory is not None else None
+                    if create is not None:
+                        plan.create = create
         self.records = records
         self.objs = []
         self.early = {}            # index -> mutable allocated before its record

@@ -51,6 +51,7 @@ class Registry:
         self.asset_by_id = {}      # asset id -> object
         self.asset_id_of = {}      # id(object) -> asset id (objects kept alive above)
         self.asset_classes = set() # classes with a registered asset instance
+        self.changes = 0           # bumped by every registration (generated.py watches it)
 
     # -- registration ----------------------------------------------------------------
 
@@ -75,6 +76,7 @@ class Registry:
                 )
             self.by_name[key] = cls
         self.allowed.add(_top(cls.__module__))
+        self.changes += 1
         return cls
 
     def allow(self, *packages):
@@ -82,6 +84,7 @@ class Registry:
             if not isinstance(package, str) or not package or package.startswith("."):
                 raise ValueError(f"autosave.allow() takes package names, got {package!r}")
             self.allowed.add(package)
+        self.changes += 1
 
     def add_upgrade(self, name, from_version, fn):
         key = (name, from_version)
@@ -100,6 +103,7 @@ class Registry:
         self.asset_by_id[asset_id] = obj
         self.asset_id_of[id(obj)] = asset_id
         self.asset_classes.add(type(obj))
+        self.changes += 1
         return obj
 
     # -- trust -----------------------------------------------------------------------

@@ -100,7 +100,7 @@ class Mode(enum.Enum):
 class Brain:
     """The AI component: what the NPC wants to do next, and to whom."""
     mode: Mode = Mode.IDLE
-    plan: list = attrs.Factory(list)     # steps: ("move", x, y), ("attack",), ("drink",)
+    plan: "list[tuple]" = attrs.Factory(list)     # steps: ("move", x, y), ("attack",), ("drink",)
     target: "NPC | None" = None          # another NPC: references go everywhere, cycles too
 
 
@@ -116,7 +116,7 @@ class NPC:
     health: Health
     brain: Brain
     weapon: ItemTemplate                 # an asset
-    bag: list = attrs.Factory(list)      # ItemTemplates (assets), repeats allowed
+    bag: "list[ItemTemplate]" = attrs.Factory(list)   # ItemTemplates (assets), repeats allowed
     squad: "Squad | None" = None         # the squad lists this NPC too: a cycle
     kills: int = 0
 
@@ -142,9 +142,9 @@ class Squad:
 class Level:
     """The save root: everything reachable from here is saved."""
     rng: random.Random                   # the only source of randomness; saved mid-sequence
-    npcs: list = attrs.Factory(list)     # the NPCs, in update order
-    by_id: dict = attrs.Factory(dict)    # the same NPC objects, by id
-    squads: list = attrs.Factory(list)
+    npcs: "list[NPC]" = attrs.Factory(list)       # the NPCs, in update order
+    by_id: "dict[int, NPC]" = attrs.Factory(dict)  # the same NPC objects, by id
+    squads: "list[Squad]" = attrs.Factory(list)
     tick: int = 0
     next_id: int = 1
     log: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=32))

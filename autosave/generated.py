@@ -1,0 +1,129 @@
+"""Generated code at run time: which classes have it, and whether it is still current.
+
+``autosave-codegen PACKAGE`` writes ``PACKAGE/_autosave_generated.py``. It is found
+without the game importing it: every package that holds a ``@save_root``/``@saveable``
+class, an asset, or an ``allow``ed namespace is noted, and before the next save or load
+the generated module of each such package (and of its parent packages) is imported
+if it exists. Importing it calls ``register`` once per class.
+
+Each registration carries the fingerprint of the class layout the code was made from
+(``ClassSchema.fingerprint``). A class changed since then keeps the reflective path,
+with one ``StaleGeneratedCodeWarning`` naming it; with ``AUTOSAVE_STRICT=1`` in the
+environment that is a ``StaleGeneratedCodeError`` instead. ``AUTOSAVE_CODEGEN=0``
+turns generated code off everywhere.
+"""
+
+import importlib
+import importlib.util
+import os
+import sys
+import warnings
+
+from .errors import StaleGeneratedCodeError
+from .registry import REGISTRY
+from .schema import schema_of
+
+MODULE = "_autosave_generated"
+
+
+class StaleGeneratedCodeWarning(UserWarning):
+    """Generated code for a class does not match the class any more."""
+
+
+def enabled():
+    return os.environ.get("AUTOSAVE_CODEGEN", "1").strip() != "0"
+
+
+def strict():
+    return os.environ.get("AUTOSAVE_STRICT", "0").strip() not in ("", "0")
+
+
+class GeneratedCode:
+    def __init__(self):
+        self.save = {}          # class -> factory(walker) -> direct handler
+        self.load = {}          # class -> factory(plan) -> create(rec, vals)
+        self.modules = {}       # package name -> its generated module, or None
+        self.pending = set()    # packages to look in before the next save or load
+        self.stale = set()      # classes warned about
+        self.seen_changes = -1  # REGISTRY.changes when its packages were last noted
+
+    # -- called by generated modules -------------------------------------------------------
+
+    def register(self, cls, fingerprint, save=None, load=None, module=None):
+        current = schema_of(cls).fingerprint
+        if current != fingerprint:
+            where = f" in {module}" if module else ""
+            message = (f"generated save code for {cls.__module__}.{cls.__qualname__}{where} "
+                       f"is stale: the class changed since autosave-codegen ran "
+                       f"(fingerprint {fingerprint}, class now {current}); re-run "
+                       f"autosave-codegen {cls.__module__.partition('.')[0]}")
+            if strict():
+                raise StaleGeneratedCodeError(message)
+            if cls not in self.stale:
+                self.stale.add(cls)
+                warnings.warn(message + "; saving it by reflection meanwhile",
+                              StaleGeneratedCodeWarning, stacklevel=3)
+            self.save.pop(cls, None)
+            self.load.pop(cls, None)
+            return
+        if save is not None:
+            self.save[cls] = save
+        if load is not None:
+            self.load[cls] = load
+
+    # -- discovery --------------------------------------------------------------------------
+
+    def note(self, module_name):
+        """A module whose package may hold generated code."""
+        parts = module_name.split(".")
+        for i in range(1, len(parts) + 1):
+            package = ".".join(parts[:i])
+            if package not in self.modules:
+                self.pending.add(package)
+
+    def activate(self):
+        """Import the generated modules of the packages noted so far; whether any
+        generated code is in use."""
+        if not enabled():
+            return False
+        if self.seen_changes != REGISTRY.changes:
+            self.seen_changes = REGISTRY.changes
+            for cls in (*REGISTRY.by_name.values(), *REGISTRY.asset_classes):
+                if isinstance(cls, type):
+                    self.note(cls.__module__)
+            for package in REGISTRY.allowed:
+                self.note(package)
+        # A package not imported yet is looked in once it is: autosave never imports
+        # a game's packages on its own.
+        for package in [p for p in self.pending if p in sys.modules]:
+            self.pending.discard(package)
+            self.import_generated(package)
+        return bool(self.save)
+
+    def import_generated(self, package):
+        if package in self.modules:
+            return
+        self.modules[package] = None
+        name = f"{package}.{MODULE}"
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):   # not a package, or not importable
+            return
+        if spec is not None:
+            self.modules[package] = importlib.import_module(name)
+
+    def save_factory(self, cls):
+        self.note(cls.__module__)
+        self.activate()
+        return self.save.get(cls)
+
+    def load_factory(self, cls):
+        if not enabled():
+            return None
+        self.note(cls.__module__)
+        self.activate()
+        return self.load.get(cls)
+
+
+GENERATED = GeneratedCode()
+register = GENERATED.register

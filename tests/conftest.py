@@ -1,0 +1,65 @@
+"""Every save in the suite is a differential test of the two save engines.
+
+``autosave.dumps`` writes through ``DirectWalker`` (the engine generated code plugs
+into) when generated code is active, else through the reflective ``Walker``; both must
+give the same bytes. Here the direct engine runs for every save in every test, next to
+the reflective walk, and any difference fails the test that made the save. A direct
+walk may give up (too deep, an int wider than 64 bits, an error the reflective walk
+reports with its object path); giving up where the reflective walk succeeds on a graph
+of ordinary depth fails the test too.
+"""
+
+import pytest
+
+import autosave.files
+from autosave.direct import DirectWalker
+from autosave.format import encode
+from autosave.walk import Walker
+
+MISMATCHES = []
+
+
+def reflective_bytes(root):
+    try:
+        return encode(*Walker().run(root))
+    except OverflowError:
+        return encode(*Walker(wide_ints=True).run(root))
+
+
+class CheckedDirectWalker(DirectWalker):
+    def run(self, root):
+        try:
+            direct = super().run(root)
+            direct_bytes = encode(*direct)
+        except (RecursionError, OverflowError):
+            raise                          # dumps walks again reflectively: by design
+        except Exception as e:
+            try:
+                reflective_bytes(root)
+            except Exception:
+                raise e from None          # both refuse the graph
+            MISMATCHES.append(f"the direct walk failed where reflection did not: "
+                              f"{type(e).__name__}: {e}")
+            raise
+        try:
+            expected = reflective_bytes(root)
+        except Exception as e:
+            MISMATCHES.append(f"reflection failed where the direct walk did not: "
+                              f"{type(e).__name__}: {e}")
+            return direct
+        if direct_bytes != expected:
+            MISMATCHES.append(f"direct and reflective bytes differ for a "
+                              f"{type(root).__qualname__} root "
+                              f"({len(direct_bytes)} vs {len(expected)} bytes)")
+        return direct
+
+
+@pytest.fixture(autouse=True)
+def both_save_engines(monkeypatch):
+    monkeypatch.setattr(autosave.files, "DirectWalker", CheckedDirectWalker)
+    monkeypatch.setattr(autosave.files.GENERATED, "activate", lambda: True)
+    MISMATCHES.clear()
+    yield
+    found = list(MISMATCHES)
+    MISMATCHES.clear()
+    assert not found, "\n".join(found)
