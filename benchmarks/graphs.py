@@ -30,6 +30,7 @@ if str(EXAMPLES) not in sys.path:
     sys.path.insert(0, str(EXAMPLES))
 
 import game  # noqa: E402  (examples/game, the demo's model)
+from worldsim import Item, Terrain, Tile, Unit, World  # noqa: E402
 
 LEVEL_OBJECTS = 15_000
 WORLD_OBJECTS = 100_000
@@ -52,58 +53,6 @@ def _played_level(seed, n_npcs, ticks):
 
 
 # -- graph 2: a big world of small objects ---------------------------------------------------
-
-
-class Terrain(enum.Enum):
-    GRASS = 1
-    WATER = 2
-    ROCK = 3
-    SAND = 4
-
-
-@attrs.define(eq=False, repr=False)
-class Tile:
-    x: int
-    y: int
-    terrain: Terrain
-    height: float
-    units: list = attrs.Factory(list)    # units standing here; each unit points back: cycles
-
-
-@attrs.define(eq=False, repr=False)
-class Unit:
-    id: int
-    name: str
-    kind: str
-    x: float
-    y: float
-    hp: int
-    speed: float
-    home: Tile                           # shared: many units per tile
-    tags: list = attrs.Factory(list)     # short strings
-    inventory: list = attrs.Factory(list)
-    friends: list = attrs.Factory(list)  # other units: shared references, cycles
-    leader: "Unit | None" = None
-
-
-class Item:
-    """A plain class, as older game code often has."""
-
-    def __init__(self, kind, weight, count, owner):
-        self.kind = kind
-        self.weight = weight
-        self.count = count
-        self.owner = owner               # back to the unit carrying it: a cycle
-
-
-@autosave.save_root
-@attrs.define(eq=False, repr=False)
-class World:
-    rng: random.Random
-    grid: list = attrs.Factory(list)     # rows of tiles
-    units: list = attrs.Factory(list)
-    by_name: dict = attrs.Factory(dict)  # the same units again, by name
-    tick: int = 0
 
 
 KINDS = ["peasant", "soldier", "archer", "merchant", "wolf", "bandit"]

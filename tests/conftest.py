@@ -57,7 +57,9 @@ class CheckedDirectWalker(DirectWalker):
 @pytest.fixture(autouse=True)
 def both_save_engines(monkeypatch):
     monkeypatch.setattr(autosave.files, "DirectWalker", CheckedDirectWalker)
-    monkeypatch.setattr(autosave.files.GENERATED, "activate", lambda: True)
+    generated = autosave.files.GENERATED
+    activate = type(generated).activate
+    monkeypatch.setattr(generated, "activate", lambda: activate(generated) or True)
     MISMATCHES.clear()
     yield
     found = list(MISMATCHES)

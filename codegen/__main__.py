@@ -1,0 +1,7 @@
+"""python -m codegen PACKAGE ...: the same as autosave-codegen."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,300 @@
+"""autosave-codegen: generated code gives the reflective path's bytes, and the build
+tool keeps it honest (staleness, fingerprints, errors with file:line)."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+from hypothesis import given, settings
+
+import autosave
+import codegen
+from autosave.direct import DirectWalker
+from autosave.format import encode
+from autosave.generated import GENERATED
+from autosave.walk import Walker
+from codegen.collect import collect
+from codegen.emit import generate
+
+import test_graph_properties as graphs_under_test
+from helpers import assert_isomorphic
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLES, BENCHMARKS = ROOT / "examples", ROOT / "benchmarks"
+for path in (EXAMPLES, BENCHMARKS):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+import game          # noqa: E402  (the demo's package, with committed generated code)
+import worldsim      # noqa: E402  (the benchmark world, likewise)
+import graphs as bench_graphs  # noqa: E402
+
+
+def direct_bytes(root):
+    return encode(*DirectWalker().run(root))
+
+
+def reflective_bytes(root):
+    return encode(*Walker().run(root))
+
+
+# -- the committed generated code is current and in use -------------------------------------
+
+@pytest.mark.parametrize("package, where", [("game", EXAMPLES), ("worldsim", BENCHMARKS)])
+def test_committed_generated_code_is_current(package, where):
+    for path, text in codegen.outputs([package], None).items():
+        assert path.parent == where / package
+        assert path.read_text(encoding="utf-8") == text, \
+            f"{path} is stale: run autosave-codegen {package} in {where.name}/"
+
+
+def test_output_is_deterministic_and_names_how_to_regenerate():
+    first, second = codegen.outputs(["game"], None), codegen.outputs(["game"], None)
+    assert first == second
+    module = next(text for path, text in first.items() if path.suffix == ".py")
+    assert "autosave-codegen game" in module and "autosave-codegen --check game" in module
+    assert "/work" not in module and str(ROOT) not in module      # no machine paths
+
+
+def test_annotations_lead_to_every_class_the_level_saves():
+    own, external = collect(["game"])
+    names = {c.__qualname__ for c in own}
+    # Level is the root; list[NPC], "Squad | None", dict[int, NPC] reach the rest.
+    assert {"Level", "NPC", "Squad", "Brain", "Position", "Health", "Mode", "Sprite",
+            "ItemTemplate"} <= names
+    assert {f"{c.__module__}.{c.__qualname__}" for c in external} >= {
+        "random.Random", "collections.deque"}
+
+
+def test_manifest_describes_fields_types_defaults_and_fingerprints():
+    files = codegen.outputs(["game"], None)
+    manifest = json.loads(next(t for p, t in files.items() if p.suffix == ".json"))
+    assert manifest["autosave_manifest"] == 1
+    npc = manifest["classes"]["game.model.NPC"]
+    fields = {f["name"]: f for f in npc["fields"]}
+    assert fields["bag"]["type"] == "list[game.model.ItemTemplate]"
+    assert fields["bag"]["default"] == {"factory": "list"}
+    assert fields["squad"]["type"] == "game.model.Squad | None"
+    assert fields["kills"]["default"] == {"value": 0}
+    assert npc["generated"] == "slots"
+    assert npc["fingerprint"] == autosave.schema.schema_of(game.NPC).fingerprint
+    level = manifest["classes"]["game.model.Level"]
+    assert level["root"] is True
+    assert {f["name"]: f["transient"] for f in level["fields"]}["last_step_seconds"] is True
+    assert manifest["classes"]["game.model.Mode"]["generated"] is None
+
+
+@pytest.mark.parametrize("make", [lambda: game.build_level(seed=3, n_npcs=40),
+                                  lambda: bench_graphs.level_graph(2000),
+                                  lambda: bench_graphs.world_graph(3000)])
+def test_generated_and_reflective_paths_give_identical_bytes_and_graphs(make, monkeypatch):
+    root = make()
+    assert GENERATED.activate()
+    for cls in (game.NPC, game.Position, game.Squad, worldsim.Unit, worldsim.Item):
+        assert GENERATED.save.get(cls) is not None, f"no generated code for {cls.__qualname__}"
+    data = direct_bytes(root)
+    assert data == reflective_bytes(root)
+    generated_copy = autosave.loads(data)
+    monkeypatch.setenv("AUTOSAVE_CODEGEN", "0")
+    reflective_copy = autosave.loads(data)
+    bench_graphs.same_graph(root, generated_copy)
+    bench_graphs.same_graph(root, reflective_copy)
+    assert reflective_bytes(generated_copy) == data
+    monkeypatch.delenv("AUTOSAVE_CODEGEN")
+    assert direct_bytes(generated_copy) == data
+
+
+def test_an_unset_slot_takes_the_reflective_path_through_generated_code():
+    level = game.build_level(seed=4, n_npcs=5)
+    del level.npcs[2].pos                      # attrs slots may be unset
+    data = direct_bytes(level)
+    assert data == reflective_bytes(level)
+    loaded = autosave.loads(data)
+    assert not hasattr(loaded.npcs[2], "pos")
+    assert loaded.npcs[3].pos == level.npcs[3].pos
+
+
+# -- generated code for the property tests' classes -----------------------------------------
+
+def _generate_in_memory(module, classes):
+    """Generated code for ``classes`` of ``module``, imported as a module of its own."""
+    name = f"{module.__name__}_autosave_generated"
+    source = generate([module.__name__], classes, module.__name__)
+    generated = types.ModuleType(name)
+    exec(compile(source, f"<{name}>", "exec"), generated.__dict__)
+    return generated, source
+
+
+PROPERTY_CLASSES = [graphs_under_test.SlotNode, graphs_under_test.DictNode,
+                    graphs_under_test.FrozenKey, graphs_under_test.DataKey]
+_, PROPERTY_SOURCE = _generate_in_memory(graphs_under_test, PROPERTY_CLASSES)
+
+
+def test_property_classes_get_generated_code():
+    # frozen classes set their slots through object.__setattr__
+    assert "def save_FrozenKey" in PROPERTY_SOURCE and "set_slot(obj, 'x'" in PROPERTY_SOURCE
+    for cls in PROPERTY_CLASSES:
+        assert GENERATED.save.get(cls) is not None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(
+    graphs_under_test.SETTINGS["suppress_health_check"]))
+@given(graphs_under_test.graph_specs(max_nodes=14))
+def test_random_graphs_give_identical_bytes_through_generated_code(spec):
+    graph = graphs_under_test.build(spec)
+    try:
+        expected = reflective_bytes(graph)
+    except OverflowError:                     # wide ints: dumps boxes them (both paths)
+        expected = encode(*Walker(wide_ints=True).run(graph))
+        assert autosave.dumps(graph) == expected
+        return
+    assert direct_bytes(graph) == expected
+    loaded = autosave.loads(expected)          # through the generated create functions
+    assert_isomorphic(graph, loaded)
+    assert direct_bytes(loaded) == expected
+
+
+# -- staleness, strictness, the switch, errors: a package on disk, in fresh processes ---------
+
+V1 = '''
+import attrs
+import autosave
+
+@autosave.save_root
+@attrs.define(eq=False)
+class Hero:
+    name: str
+    hp: int
+    friends: "list[Hero]" = attrs.Factory(list)
+'''
+V2 = V1 + "    gold: int = 0\n"   # a field added after generation
+
+PROBE = '''
+import sys, warnings, autosave
+warnings.simplefilter("always")
+import {pkg}.model as m
+a = m.Hero("a", 3); b = m.Hero("b", 4, [a]); a.friends.append(b)
+data = autosave.dumps(a)
+again = autosave.loads(data)
+assert again.friends[0].friends[0] is again and again.friends[0].hp == 4
+print("generated module imported:", "{pkg}._autosave_generated" in sys.modules)
+print("len", len(data))
+'''
+
+
+def make_package(tmp_path, source):
+    pkg = f"heroes_{os.getpid()}_{abs(hash(str(tmp_path))) % 10 ** 8}"
+    root = tmp_path / pkg
+    root.mkdir(exist_ok=True)
+    (root / "__init__.py").write_text("")
+    (root / "model.py").write_text(textwrap.dedent(source))
+    return pkg
+
+
+def run(tmp_path, args, env=None, code=None):
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOSAVE_")}
+    full_env.update(PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]), **(env or {}))
+    cmd = [sys.executable, "-c", code] if code else [sys.executable, "-m", "codegen", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=full_env,
+                          timeout=120)
+
+
+def test_generate_check_and_stale_fallback(tmp_path):
+    pkg = make_package(tmp_path, V1)
+    made = run(tmp_path, [pkg])
+    assert made.returncode == 0, made.stderr
+    generated = tmp_path / pkg / "_autosave_generated.py"
+    assert generated.exists() and (tmp_path / pkg / "autosave_manifest.json").exists()
+    assert run(tmp_path, ["--check", pkg]).returncode == 0
+
+    fresh = run(tmp_path, [], code=PROBE.format(pkg=pkg))
+    assert fresh.returncode == 0, fresh.stderr
+    assert "generated module imported: True" in fresh.stdout
+    assert "Stale" not in fresh.stderr
+
+    (tmp_path / pkg / "model.py").write_text(textwrap.dedent(V2))
+    checked = run(tmp_path, ["--check", pkg])
+    assert checked.returncode == 1
+    assert "_autosave_generated.py is stale" in checked.stderr and f"autosave-codegen {pkg}" in checked.stderr
+
+    stale = run(tmp_path, [], code=PROBE.format(pkg=pkg))
+    assert stale.returncode == 0, stale.stderr
+    assert stale.stderr.count("StaleGeneratedCodeWarning") == 1
+    assert f"{pkg}.model.Hero" in stale.stderr and "saving it by reflection" in stale.stderr
+
+    strict = run(tmp_path, [], env={"AUTOSAVE_STRICT": "1"}, code=PROBE.format(pkg=pkg))
+    assert strict.returncode != 0
+    assert "StaleGeneratedCodeError" in strict.stderr and f"autosave-codegen {pkg}" in strict.stderr
+
+    off = run(tmp_path, [], env={"AUTOSAVE_CODEGEN": "0", "AUTOSAVE_STRICT": "1"},
+              code=PROBE.format(pkg=pkg))
+    assert off.returncode == 0, off.stderr
+    assert "generated module imported: False" in off.stdout
+
+    assert run(tmp_path, [pkg]).returncode == 0          # regenerated: current again
+    assert run(tmp_path, ["--check", pkg]).returncode == 0
+    current = run(tmp_path, [], env={"AUTOSAVE_STRICT": "1"}, code=PROBE.format(pkg=pkg))
+    assert current.returncode == 0, current.stderr
+
+
+@pytest.mark.parametrize("body, expect", [
+    ('''
+     import io
+     @autosave.save_root
+     @attrs.define
+     class Link:
+         buffer: "Buffer"
+     class Buffer(io.BytesIO):
+         pass
+     ''', "wraps a C object"),
+    ('''
+     @autosave.save_root
+     @attrs.define
+     class Link:
+         other: "Missing"
+     ''', "cannot be resolved"),
+])
+def test_a_class_it_cannot_handle_is_reported_with_file_and_line(tmp_path, body, expect):
+    pkg = make_package(tmp_path, "import attrs\nimport autosave\n" + textwrap.dedent(body))
+    made = run(tmp_path, [pkg])
+    assert made.returncode == 1
+    assert expect in made.stderr
+    assert f"{pkg}/model.py:" in made.stderr          # file:line of the class
+    assert not (tmp_path / pkg / "_autosave_generated.py").exists()   # nothing half-written
+    assert not (tmp_path / pkg / "autosave_manifest.json").exists()
+
+
+def test_a_plain_module_needs_out(tmp_path):
+    (tmp_path / "single_module_game.py").write_text("import autosave\n")
+    made = run(tmp_path, ["single_module_game"])
+    assert made.returncode == 1 and "--out" in made.stderr
+    out = run(tmp_path, ["single_module_game", "--out", str(tmp_path / "gen")])
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "gen" / "_autosave_generated.py").exists()
+
+
+def test_compiled_generated_module_gives_the_same_bytes(tmp_path):
+    pytest.importorskip("Cython")
+    pkg = make_package(tmp_path, V1)
+    made = run(tmp_path, ["--compile", pkg])
+    assert made.returncode == 0, made.stderr
+    assert "compiled" in made.stdout
+    code = PROBE.format(pkg=pkg) + textwrap.dedent(f'''
+        import {pkg}._autosave_generated as g
+        print("compiled:", not g.__file__.endswith(".py"))
+        from autosave.walk import Walker
+        from autosave.format import encode
+        assert data == encode(*Walker().run(a))
+        ''')
+    probe = run(tmp_path, [], code=code)
+    assert probe.returncode == 0, probe.stderr
+    assert "compiled: True" in probe.stdout
+    # regenerating without --compile removes the build, which would shadow the source
+    assert run(tmp_path, [pkg]).returncode == 0
+    probe = run(tmp_path, [], code=code)
+    assert "compiled: False" in probe.stdout, probe.stderr
