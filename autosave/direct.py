@@ -122,12 +122,23 @@ class DirectWalker(Walker):
         return emit
 
     def direct_items(self, cls, items):
+        """Lists, tuples, dicts: the hottest handler, so emit() is inlined."""
         t = self.index_of(ADAPTERS_BY_TYPE[cls])
-        ref, emit = self.ref, self.emitter()
+        memo_get, visit, records = self.memo.get, self.visit, self.records
+        append = records.append
 
         def save_items(obj, cell):
             cell[0] = False
-            emit(cell, t, [v if v.__class__ in INLINE else ref(v) for v in items(obj)])
+            parts = [v if v.__class__ in INLINE else
+                     c if (c := memo_get(id(v))) is not None and c[0] is not None else visit(v)
+                     for v in items(obj)]
+            here = len(records)
+            cycle = None
+            rec = [c if c.__class__ is not list else
+                   [c[0] - here] if c[0] is not False else (cycle := c) for c in parts]
+            rec.insert(0, t if cycle is None else ~t)
+            cell[0] = here
+            append(rec)
         return save_items
 
     def asset_or(self, handler):

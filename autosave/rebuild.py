@@ -291,9 +291,9 @@ class Loader:
             for plan in self.plans:
                 if isinstance(plan, InstancePlan) and plan.create is not None:
                     factory = GENERATED.load_factory(plan.cls)
-                    create = factory(plan) if factory is not None else None
-                    if create is not None:
-                        plan.create = create
+                    made = factory(plan) if factory is not None else None
+                    if made is not None:
+                        plan.create, plan.fill = made
         self.records = records
         self.objs = []
         self.early = {}            # index -> mutable allocated before its record
@@ -302,6 +302,7 @@ class Loader:
         self.closes_cycle = closes_cycle if closes_cycle is not None else bytearray(len(records))
         self.hash_ready = set()    # records known to hash by their final value
         self.current = None
+        self.forwarded_missing = False   # forward() gave MISSING: vals may hold it
 
     def run(self, root_value):
         records, objs = self.records, self.objs
@@ -336,12 +337,13 @@ class Loader:
                     forward, built = self.forward, len(objs)
                     vals = [v if v.__class__ is not list else
                             objs[v[0]] if v[0] < built else forward(v[0], i) for v in rec]
+                    maybe_missing = has_missing or self.forwarded_missing
                 if mutable:
                     obj = early.pop(i, None) if early else None
                     if obj is None:
                         obj = plan.allocate(rec)
                     append(obj)
-                elif (slow and _has_missing(vals[plan.build_slice])) or (
+                elif (slow and maybe_missing and _has_missing(vals[plan.build_slice])) or (
                         plan.build_finished is not None and (slow or unfinished)
                         and self.blocker(rec, plan.build_finished, i, plan.hashes) is not None):
                     append(MISSING)
@@ -352,7 +354,7 @@ class Loader:
                     obj = plan.build(vals)
                     append(obj)
                 if fill is not None:
-                    if (slow and _has_missing(vals)) or (
+                    if (slow and maybe_missing and _has_missing(vals)) or (
                             fill_finished is not None and (slow or unfinished)
                             and self.blocker(rec, fill_finished, i, plan.hashes) is not None):
                         unfinished.add(i)
@@ -452,6 +454,7 @@ class Loader:
             target = self.records[j]
             plan = self.plans[target[0]]
             if not plan.mutable:
+                self.forwarded_missing = True
                 return MISSING
             obj = self.early[j] = plan.allocate(target)
             self.unfinished.add(j)

@@ -173,22 +173,27 @@ class ModuleWriter:
             "",
             "",
             f"def load_{name}(plan):",
-            f'    """Records of {schema.name} saved with this very layout; else None (reflection)."""',
+            f'    """(create, fill) for records of {schema.name} saved with this very layout;\n'
+            f'    else None: reflection maps the record."""',
             f"    if tuple(plan.fields) != _SLOTS_{name} or plan.upgrades or plan.defaults:",
             "        return None",
             f"    cls, new = {alias}, object.__new__",
         ]
         if cls.__setattr__ is object.__setattr__:
             targets = ", ".join(attr("obj", s) for s in slots)
+            unpack = f"        _, {targets}{',' if len(slots) == 1 else ''} = vals"
             out += [
                 "    if cls.__setattr__ is not object.__setattr__:",
                 "        return None",
                 "",
                 "    def create(rec, vals):",
                 "        obj = new(cls)",
-                f"        _, {targets}{',' if len(slots) == 1 else ''} = vals",
+                unpack,
                 "        return obj",
-                "    return create",
+                "",
+                "    def fill(obj, vals):",
+                unpack,
+                "    return create, fill",
             ]
         else:
             out += [
@@ -196,10 +201,14 @@ class ModuleWriter:
                 "",
                 "    def create(rec, vals):",
                 "        obj = new(cls)",
+                "        fill(obj, vals)",
+                "        return obj",
+                "",
+                "    def fill(obj, vals):",
                 f"        _, {', '.join(names)}{',' if len(slots) == 1 else ''} = vals",
             ]
             out += [f"        set_slot(obj, {s!r}, {n})" for n, s in zip(names, slots)]
-            out += ["        return obj", "    return create"]
+            out += ["    return create, fill"]
         return "\n".join(out)
 
     def dict_shaped(self, cls, alias, schema):
@@ -223,7 +232,7 @@ class ModuleWriter:
             "",
             "",
             f"def load_{name}(plan):",
-            f'    """Records of {schema.name} with any field order: straight into __dict__."""',
+            f'    """(create, fill) for records of {schema.name}: fields straight into __dict__."""',
             "    if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:",
             "        return None",
             f"    cls, new, fields = {alias}, object.__new__, tuple(plan.fields)",
@@ -235,7 +244,10 @@ class ModuleWriter:
             "        obj = new(cls)",
             "        obj.__dict__.update(zip(fields, vals[1:]))",
             "        return obj",
-            "    return create",
+            "",
+            "    def fill(obj, vals):      # allocate() checked the record's length",
+            "        obj.__dict__.update(zip(fields, vals[1:]))",
+            "    return create, fill",
         ])
 
     def source(self):

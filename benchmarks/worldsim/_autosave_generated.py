@@ -33,7 +33,7 @@ def save_Item(walker):
 
 
 def load_Item(plan):
-    """Records of worldsim.Item with any field order: straight into __dict__."""
+    """(create, fill) for records of worldsim.Item: fields straight into __dict__."""
     if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:
         return None
     cls, new, fields = _Item, object.__new__, tuple(plan.fields)
@@ -45,7 +45,10 @@ def load_Item(plan):
         obj = new(cls)
         obj.__dict__.update(zip(fields, vals[1:]))
         return obj
-    return create
+
+    def fill(obj, vals):      # allocate() checked the record's length
+        obj.__dict__.update(zip(fields, vals[1:]))
+    return create, fill
 _register(_Item, '11a53f9e2987961c', save=save_Item, load=load_Item, module=__name__)
 
 
@@ -122,7 +125,8 @@ def save_Tile(walker):
 
 
 def load_Tile(plan):
-    """Records of worldsim.Tile saved with this very layout; else None (reflection)."""
+    """(create, fill) for records of worldsim.Tile saved with this very layout;
+    else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Tile or plan.upgrades or plan.defaults:
         return None
     cls, new = _Tile, object.__new__
@@ -133,7 +137,10 @@ def load_Tile(plan):
         obj = new(cls)
         _, obj.x, obj.y, obj.terrain, obj.height, obj.units = vals
         return obj
-    return create
+
+    def fill(obj, vals):
+        _, obj.x, obj.y, obj.terrain, obj.height, obj.units = vals
+    return create, fill
 _register(_Tile, '826e66101f80b9e7', save=save_Tile, load=load_Tile, module=__name__)
 
 
@@ -269,7 +276,8 @@ def save_Unit(walker):
 
 
 def load_Unit(plan):
-    """Records of worldsim.Unit saved with this very layout; else None (reflection)."""
+    """(create, fill) for records of worldsim.Unit saved with this very layout;
+    else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Unit or plan.upgrades or plan.defaults:
         return None
     cls, new = _Unit, object.__new__
@@ -280,7 +288,10 @@ def load_Unit(plan):
         obj = new(cls)
         _, obj.id, obj.name, obj.kind, obj.x, obj.y, obj.hp, obj.speed, obj.home, obj.tags, obj.inventory, obj.friends, obj.leader = vals
         return obj
-    return create
+
+    def fill(obj, vals):
+        _, obj.id, obj.name, obj.kind, obj.x, obj.y, obj.hp, obj.speed, obj.home, obj.tags, obj.inventory, obj.friends, obj.leader = vals
+    return create, fill
 _register(_Unit, '1a277a7ce5e5a70f', save=save_Unit, load=load_Unit, module=__name__)
 
 
@@ -353,7 +364,8 @@ def save_World(walker):
 
 
 def load_World(plan):
-    """Records of worldsim.World saved with this very layout; else None (reflection)."""
+    """(create, fill) for records of worldsim.World saved with this very layout;
+    else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_World or plan.upgrades or plan.defaults:
         return None
     cls, new = _World, object.__new__
@@ -364,5 +376,8 @@ def load_World(plan):
         obj = new(cls)
         _, obj.rng, obj.grid, obj.units, obj.by_name, obj.tick = vals
         return obj
-    return create
+
+    def fill(obj, vals):
+        _, obj.rng, obj.grid, obj.units, obj.by_name, obj.tick = vals
+    return create, fill
 _register(_World, 'd4bd83601706e81e', save=save_World, load=load_World, module=__name__)

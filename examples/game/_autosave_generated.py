@@ -70,7 +70,8 @@ def save_Brain(walker):
 
 
 def load_Brain(plan):
-    """Records of game.model.Brain saved with this very layout; else None (reflection)."""
+    """(create, fill) for records of game.model.Brain saved with this very layout;
+    else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Brain or plan.upgrades or plan.defaults:
         return None
     cls, new = _Brain, object.__new__
@@ -81,7 +82,10 @@ def load_Brain(plan):
         obj = new(cls)
         _, obj.mode, obj.plan, obj.target = vals
         return obj
-    return create
+
+    def fill(obj, vals):
+        _, obj.mode, obj.plan, obj.target = vals
+    return create, fill
 _register(_Brain, '467df77176915d2f', save=save_Brain, load=load_Brain, module=__name__)
 
 
@@ -127,7 +131,8 @@ def save_Health(walker):
 
 
 def load_Health(plan):
-    """Records of game.model.Health saved with this very layout; else None (reflection)."""
+    """(create, fill) for records of game.model.Health saved with this very layout;
+    else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Health or plan.upgrades or plan.defaults:
         return None
     cls, new = _Health, object.__new__
@@ -138,7 +143,10 @@ def load_Health(plan):
         obj = new(cls)
         _, obj.hp, obj.max_hp = vals
         return obj
-    return create
+
+    def fill(obj, vals):
+        _, obj.hp, obj.max_hp = vals
+    return create, fill
 _register(_Health, 'fb04dfb4b2e5edd6', save=save_Health, load=load_Health, module=__name__)
 
 
@@ -160,7 +168,7 @@ def save_ItemTemplate(walker):
 
 
 def load_ItemTemplate(plan):
-    """Records of game.model.ItemTemplate with any field order: straight into __dict__."""
+    """(create, fill) for records of game.model.ItemTemplate: fields straight into __dict__."""
     if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:
         return None
     cls, new, fields = _ItemTemplate, object.__new__, tuple(plan.fields)
@@ -172,7 +180,10 @@ def load_ItemTemplate(plan):
         obj = new(cls)
         obj.__dict__.update(zip(fields, vals[1:]))
         return obj
-    return create
+
+    def fill(obj, vals):      # allocate() checked the record's length
+        obj.__dict__.update(zip(fields, vals[1:]))
+    return create, fill
 _register(_ItemTemplate, 'b07a8f13b13222cc', save=save_ItemTemplate, load=load_ItemTemplate, module=__name__)
 
 
@@ -263,7 +274,8 @@ def save_Level(walker):
 
 
 def load_Level(plan):
-    """Records of game.model.Level saved with this very layout; else None (reflection)."""
+    """(create, fill) for records of game.model.Level saved with this very layout;
+    else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Level or plan.upgrades or plan.defaults:
         return None
     cls, new = _Level, object.__new__
@@ -274,7 +286,10 @@ def load_Level(plan):
         obj = new(cls)
         _, obj.rng, obj.npcs, obj.by_id, obj.squads, obj.tick, obj.next_id, obj.log = vals
         return obj
-    return create
+
+    def fill(obj, vals):
+        _, obj.rng, obj.npcs, obj.by_id, obj.squads, obj.tick, obj.next_id, obj.log = vals
+    return create, fill
 _register(_Level, '6c63419845c06561', save=save_Level, load=load_Level, module=__name__)
 
 
@@ -396,7 +411,8 @@ def save_NPC(walker):
 
 
 def load_NPC(plan):
-    """Records of game.model.NPC saved with this very layout; else None (reflection)."""
+    """(create, fill) for records of game.model.NPC saved with this very layout;
+    else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_NPC or plan.upgrades or plan.defaults:
         return None
     cls, new = _NPC, object.__new__
@@ -407,7 +423,10 @@ def load_NPC(plan):
         obj = new(cls)
         _, obj.id, obj.name, obj.sprite, obj.pos, obj.health, obj.brain, obj.weapon, obj.bag, obj.squad, obj.kills = vals
         return obj
-    return create
+
+    def fill(obj, vals):
+        _, obj.id, obj.name, obj.sprite, obj.pos, obj.health, obj.brain, obj.weapon, obj.bag, obj.squad, obj.kills = vals
+    return create, fill
 _register(_NPC, '843c80240cd33493', save=save_NPC, load=load_NPC, module=__name__)
 
 
@@ -453,7 +472,8 @@ def save_Position(walker):
 
 
 def load_Position(plan):
-    """Records of game.model.Position saved with this very layout; else None (reflection)."""
+    """(create, fill) for records of game.model.Position saved with this very layout;
+    else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Position or plan.upgrades or plan.defaults:
         return None
     cls, new = _Position, object.__new__
@@ -464,7 +484,10 @@ def load_Position(plan):
         obj = new(cls)
         _, obj.x, obj.y = vals
         return obj
-    return create
+
+    def fill(obj, vals):
+        _, obj.x, obj.y = vals
+    return create, fill
 _register(_Position, '1241fb500b67d293', save=save_Position, load=load_Position, module=__name__)
 
 
@@ -486,7 +509,7 @@ def save_Sprite(walker):
 
 
 def load_Sprite(plan):
-    """Records of game.model.Sprite with any field order: straight into __dict__."""
+    """(create, fill) for records of game.model.Sprite: fields straight into __dict__."""
     if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:
         return None
     cls, new, fields = _Sprite, object.__new__, tuple(plan.fields)
@@ -498,7 +521,10 @@ def load_Sprite(plan):
         obj = new(cls)
         obj.__dict__.update(zip(fields, vals[1:]))
         return obj
-    return create
+
+    def fill(obj, vals):      # allocate() checked the record's length
+        obj.__dict__.update(zip(fields, vals[1:]))
+    return create, fill
 _register(_Sprite, '698b3e773ab319bb', save=save_Sprite, load=load_Sprite, module=__name__)
 
 
@@ -520,7 +546,7 @@ def save_Squad(walker):
 
 
 def load_Squad(plan):
-    """Records of game.model.Squad with any field order: straight into __dict__."""
+    """(create, fill) for records of game.model.Squad: fields straight into __dict__."""
     if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:
         return None
     cls, new, fields = _Squad, object.__new__, tuple(plan.fields)
@@ -532,5 +558,8 @@ def load_Squad(plan):
         obj = new(cls)
         obj.__dict__.update(zip(fields, vals[1:]))
         return obj
-    return create
+
+    def fill(obj, vals):      # allocate() checked the record's length
+        obj.__dict__.update(zip(fields, vals[1:]))
+    return create, fill
 _register(_Squad, '21c897cad737ea1f', save=save_Squad, load=load_Squad, module=__name__)
