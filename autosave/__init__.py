@@ -13,6 +13,7 @@ from .errors import (
     IncompatibleSaveError,
     LoadError,
     SaveError,
+    StaleGeneratedCodeError,
     UntrustedTypeError,
 )
 from .files import dumps, load, loads, save
@@ -25,7 +26,7 @@ __all__ = [
     "dumps", "loads", "save", "load",
     "CheckpointLog", "Position", "Bookmark", "LogLockedError",
     "SaveError", "LoadError", "FormatError", "UntrustedTypeError",
-    "IncompatibleSaveError", "CorruptLogError",
+    "IncompatibleSaveError", "CorruptLogError", "StaleGeneratedCodeError",
 ]
 
 __version__ = "0.1.0"

@@ -4,7 +4,9 @@
     python -m pytest benchmarks/ -k level            # one graph
     python -m pytest benchmarks/ --benchmark-json=out.json
 
-Each graph is one pytest-benchmark group, so its four timings print together. Every
+Each graph is one pytest-benchmark group, so its six timings print together:
+``test_autosave_*`` use the generated code of examples/game and benchmarks/worldsim,
+``test_autosave_reflective_*`` run with AUTOSAVE_CODEGEN=0. Every
 operation runs on a big-stack thread (graphs.deep_call) because pickle recurses once per
 level of nesting; autosave does not need it but runs the same way, for fairness. Before
 anything is timed, both libraries' round trips are checked against the original graph.
@@ -46,11 +48,21 @@ def test_autosave_save(benchmark, case):
     run(benchmark, case, autosave.dumps, case.root, size=len(case.autosave_bytes))
 
 
+def test_autosave_reflective_save(benchmark, case, monkeypatch):
+    monkeypatch.setenv("AUTOSAVE_CODEGEN", "0")
+    run(benchmark, case, autosave.dumps, case.root, size=len(case.autosave_bytes))
+
+
 def test_pickle_save(benchmark, case):
     run(benchmark, case, pickle.dumps, case.root, 5, size=len(case.pickle_bytes))
 
 
 def test_autosave_load(benchmark, case):
+    run(benchmark, case, autosave.loads, case.autosave_bytes, size=len(case.autosave_bytes))
+
+
+def test_autosave_reflective_load(benchmark, case, monkeypatch):
+    monkeypatch.setenv("AUTOSAVE_CODEGEN", "0")
     run(benchmark, case, autosave.loads, case.autosave_bytes, size=len(case.autosave_bytes))
 
 
