@@ -145,7 +145,7 @@ class InstancePlan:
                     f"{schema.name} has a field {name!r} the save does not hold, and the "
                     f"field has no default; give it a default or an @autosave.upgrade hook")
         self.new = (base or object).__new__
-        self.create = None
+        self.create = self.make = None
         simple = not self.upgrades and not self.defaults and base is None
         if simple and not schema.slots and schema.has_dict and len(self.setters) == self.nfields:
             self.fill, self.create = self.fill_dict, self.create_filled
@@ -284,6 +284,8 @@ def plan_for(index, entry):
 
 class Loader:
     def __init__(self, types, records, unset_markers=0, closes_cycle=None):
+        self.records = records
+        self.objs = []
         self.plans = [plan_for(i, e) for i, e in enumerate(types)]
         if not unset_markers:
             # Generated code builds records straight into their objects; it never sees
@@ -291,11 +293,9 @@ class Loader:
             for plan in self.plans:
                 if isinstance(plan, InstancePlan) and plan.create is not None:
                     factory = GENERATED.load_factory(plan.cls)
-                    made = factory(plan) if factory is not None else None
+                    made = factory(plan, self.objs) if factory is not None else None
                     if made is not None:
-                        plan.create, plan.fill = made
-        self.records = records
-        self.objs = []
+                        plan.create, plan.fill, plan.make = made
         self.early = {}            # index -> mutable allocated before its record
         self.unfinished = set()    # allocated, not yet filled
         self.unset_markers = unset_markers
@@ -310,15 +310,25 @@ class Loader:
         deferred, hooks = [], []
         has_missing = False
         # Per type: (plan, mutable, fill or None, fill_finished, has __autosave_loaded__,
-        #            create or None)
+        #            create or None, make or None)
         info = [(p, p.mutable, p.fill if p.has_fill else None, p.fill_finished, p.has_loaded_hook,
-                 getattr(p, "create", None)) for p in self.plans]
+                 getattr(p, "create", None), getattr(p, "make", None)) for p in self.plans]
         append = objs.append
         closes_cycle = self.closes_cycle
         i = 0
         try:
             for i, rec in enumerate(records):
-                plan, mutable, fill, fill_finished, hook, create = info[rec[0]]
+                plan, mutable, fill, fill_finished, hook, create, make = info[rec[0]]
+                if make is not None and not closes_cycle[i] and not has_missing \
+                        and not (early and i in early):
+                    try:
+                        append(make(rec))       # generated: resolves its references itself
+                    except IndexError:          # an unmarked forward reference: below
+                        pass
+                    else:
+                        if hook:
+                            hooks.append(i)
+                        continue
                 if closes_cycle[i]:
                     slow = True                 # refers to a later record: resolve below
                 else:

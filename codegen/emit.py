@@ -172,9 +172,9 @@ class ModuleWriter:
             "    return save",
             "",
             "",
-            f"def load_{name}(plan):",
-            f'    """(create, fill) for records of {schema.name} saved with this very layout;\n'
-            f'    else None: reflection maps the record."""',
+            f"def load_{name}(plan, objs):",
+            f'    """(create, fill, make) for records of {schema.name} saved with this very\n'
+            f'    layout; else None: reflection maps the record."""',
             f"    if tuple(plan.fields) != _SLOTS_{name} or plan.upgrades or plan.defaults:",
             "        return None",
             f"    cls, new = {alias}, object.__new__",
@@ -193,8 +193,14 @@ class ModuleWriter:
                 "",
                 "    def fill(obj, vals):",
                 unpack,
-                "    return create, fill",
+                "",
+                "    def make(rec):               # references resolved here: no vals list",
+                "        obj = new(cls)",
+                f"        _, {', '.join(names)}{',' if len(slots) == 1 else ''} = rec",
             ]
+            out += [f"        {attr('obj', s_)} = {n} if {n}.__class__ is not list else objs[{n}[0]]"
+                    for n, s_ in zip(names, slots)]
+            out += ["        return obj", "    return create, fill, make"]
         else:
             out += [
                 "    set_slot = object.__setattr__",
@@ -208,7 +214,7 @@ class ModuleWriter:
                 f"        _, {', '.join(names)}{',' if len(slots) == 1 else ''} = vals",
             ]
             out += [f"        set_slot(obj, {s!r}, {n})" for n, s in zip(names, slots)]
-            out += ["    return create, fill"]
+            out += ["    return create, fill, None"]
         return "\n".join(out)
 
     def dict_shaped(self, cls, alias, schema):
@@ -231,8 +237,9 @@ class ModuleWriter:
             "    return save",
             "",
             "",
-            f"def load_{name}(plan):",
-            f'    """(create, fill) for records of {schema.name}: fields straight into __dict__."""',
+            f"def load_{name}(plan, objs):",
+            f'    """(create, fill, None) for records of {schema.name}: fields straight into\n'
+            f'    __dict__."""',
             "    if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:",
             "        return None",
             f"    cls, new, fields = {alias}, object.__new__, tuple(plan.fields)",
@@ -247,7 +254,7 @@ class ModuleWriter:
             "",
             "    def fill(obj, vals):      # allocate() checked the record's length",
             "        obj.__dict__.update(zip(fields, vals[1:]))",
-            "    return create, fill",
+            "    return create, fill, None",
         ])
 
     def source(self):

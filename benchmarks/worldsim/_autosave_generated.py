@@ -32,8 +32,9 @@ def save_Item(walker):
     return save
 
 
-def load_Item(plan):
-    """(create, fill) for records of worldsim.Item: fields straight into __dict__."""
+def load_Item(plan, objs):
+    """(create, fill, None) for records of worldsim.Item: fields straight into
+    __dict__."""
     if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:
         return None
     cls, new, fields = _Item, object.__new__, tuple(plan.fields)
@@ -48,7 +49,7 @@ def load_Item(plan):
 
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
-    return create, fill
+    return create, fill, None
 _register(_Item, '11a53f9e2987961c', save=save_Item, load=load_Item, module=__name__)
 
 
@@ -124,9 +125,9 @@ def save_Tile(walker):
     return save
 
 
-def load_Tile(plan):
-    """(create, fill) for records of worldsim.Tile saved with this very layout;
-    else None: reflection maps the record."""
+def load_Tile(plan, objs):
+    """(create, fill, make) for records of worldsim.Tile saved with this very
+    layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Tile or plan.upgrades or plan.defaults:
         return None
     cls, new = _Tile, object.__new__
@@ -140,7 +141,17 @@ def load_Tile(plan):
 
     def fill(obj, vals):
         _, obj.x, obj.y, obj.terrain, obj.height, obj.units = vals
-    return create, fill
+
+    def make(rec):               # references resolved here: no vals list
+        obj = new(cls)
+        _, f0_x, f1_y, f2_terrain, f3_height, f4_units = rec
+        obj.x = f0_x if f0_x.__class__ is not list else objs[f0_x[0]]
+        obj.y = f1_y if f1_y.__class__ is not list else objs[f1_y[0]]
+        obj.terrain = f2_terrain if f2_terrain.__class__ is not list else objs[f2_terrain[0]]
+        obj.height = f3_height if f3_height.__class__ is not list else objs[f3_height[0]]
+        obj.units = f4_units if f4_units.__class__ is not list else objs[f4_units[0]]
+        return obj
+    return create, fill, make
 _register(_Tile, '826e66101f80b9e7', save=save_Tile, load=load_Tile, module=__name__)
 
 
@@ -275,9 +286,9 @@ def save_Unit(walker):
     return save
 
 
-def load_Unit(plan):
-    """(create, fill) for records of worldsim.Unit saved with this very layout;
-    else None: reflection maps the record."""
+def load_Unit(plan, objs):
+    """(create, fill, make) for records of worldsim.Unit saved with this very
+    layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Unit or plan.upgrades or plan.defaults:
         return None
     cls, new = _Unit, object.__new__
@@ -291,7 +302,24 @@ def load_Unit(plan):
 
     def fill(obj, vals):
         _, obj.id, obj.name, obj.kind, obj.x, obj.y, obj.hp, obj.speed, obj.home, obj.tags, obj.inventory, obj.friends, obj.leader = vals
-    return create, fill
+
+    def make(rec):               # references resolved here: no vals list
+        obj = new(cls)
+        _, f0_id, f1_name, f2_kind, f3_x, f4_y, f5_hp, f6_speed, f7_home, f8_tags, f9_inventory, f10_friends, f11_leader = rec
+        obj.id = f0_id if f0_id.__class__ is not list else objs[f0_id[0]]
+        obj.name = f1_name if f1_name.__class__ is not list else objs[f1_name[0]]
+        obj.kind = f2_kind if f2_kind.__class__ is not list else objs[f2_kind[0]]
+        obj.x = f3_x if f3_x.__class__ is not list else objs[f3_x[0]]
+        obj.y = f4_y if f4_y.__class__ is not list else objs[f4_y[0]]
+        obj.hp = f5_hp if f5_hp.__class__ is not list else objs[f5_hp[0]]
+        obj.speed = f6_speed if f6_speed.__class__ is not list else objs[f6_speed[0]]
+        obj.home = f7_home if f7_home.__class__ is not list else objs[f7_home[0]]
+        obj.tags = f8_tags if f8_tags.__class__ is not list else objs[f8_tags[0]]
+        obj.inventory = f9_inventory if f9_inventory.__class__ is not list else objs[f9_inventory[0]]
+        obj.friends = f10_friends if f10_friends.__class__ is not list else objs[f10_friends[0]]
+        obj.leader = f11_leader if f11_leader.__class__ is not list else objs[f11_leader[0]]
+        return obj
+    return create, fill, make
 _register(_Unit, '1a277a7ce5e5a70f', save=save_Unit, load=load_Unit, module=__name__)
 
 
@@ -363,9 +391,9 @@ def save_World(walker):
     return save
 
 
-def load_World(plan):
-    """(create, fill) for records of worldsim.World saved with this very layout;
-    else None: reflection maps the record."""
+def load_World(plan, objs):
+    """(create, fill, make) for records of worldsim.World saved with this very
+    layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_World or plan.upgrades or plan.defaults:
         return None
     cls, new = _World, object.__new__
@@ -379,5 +407,15 @@ def load_World(plan):
 
     def fill(obj, vals):
         _, obj.rng, obj.grid, obj.units, obj.by_name, obj.tick = vals
-    return create, fill
+
+    def make(rec):               # references resolved here: no vals list
+        obj = new(cls)
+        _, f0_rng, f1_grid, f2_units, f3_by_name, f4_tick = rec
+        obj.rng = f0_rng if f0_rng.__class__ is not list else objs[f0_rng[0]]
+        obj.grid = f1_grid if f1_grid.__class__ is not list else objs[f1_grid[0]]
+        obj.units = f2_units if f2_units.__class__ is not list else objs[f2_units[0]]
+        obj.by_name = f3_by_name if f3_by_name.__class__ is not list else objs[f3_by_name[0]]
+        obj.tick = f4_tick if f4_tick.__class__ is not list else objs[f4_tick[0]]
+        return obj
+    return create, fill, make
 _register(_World, 'd4bd83601706e81e', save=save_World, load=load_World, module=__name__)

@@ -69,9 +69,9 @@ def save_Brain(walker):
     return save
 
 
-def load_Brain(plan):
-    """(create, fill) for records of game.model.Brain saved with this very layout;
-    else None: reflection maps the record."""
+def load_Brain(plan, objs):
+    """(create, fill, make) for records of game.model.Brain saved with this very
+    layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Brain or plan.upgrades or plan.defaults:
         return None
     cls, new = _Brain, object.__new__
@@ -85,7 +85,15 @@ def load_Brain(plan):
 
     def fill(obj, vals):
         _, obj.mode, obj.plan, obj.target = vals
-    return create, fill
+
+    def make(rec):               # references resolved here: no vals list
+        obj = new(cls)
+        _, f0_mode, f1_plan, f2_target = rec
+        obj.mode = f0_mode if f0_mode.__class__ is not list else objs[f0_mode[0]]
+        obj.plan = f1_plan if f1_plan.__class__ is not list else objs[f1_plan[0]]
+        obj.target = f2_target if f2_target.__class__ is not list else objs[f2_target[0]]
+        return obj
+    return create, fill, make
 _register(_Brain, '467df77176915d2f', save=save_Brain, load=load_Brain, module=__name__)
 
 
@@ -130,9 +138,9 @@ def save_Health(walker):
     return save
 
 
-def load_Health(plan):
-    """(create, fill) for records of game.model.Health saved with this very layout;
-    else None: reflection maps the record."""
+def load_Health(plan, objs):
+    """(create, fill, make) for records of game.model.Health saved with this very
+    layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Health or plan.upgrades or plan.defaults:
         return None
     cls, new = _Health, object.__new__
@@ -146,7 +154,14 @@ def load_Health(plan):
 
     def fill(obj, vals):
         _, obj.hp, obj.max_hp = vals
-    return create, fill
+
+    def make(rec):               # references resolved here: no vals list
+        obj = new(cls)
+        _, f0_hp, f1_max_hp = rec
+        obj.hp = f0_hp if f0_hp.__class__ is not list else objs[f0_hp[0]]
+        obj.max_hp = f1_max_hp if f1_max_hp.__class__ is not list else objs[f1_max_hp[0]]
+        return obj
+    return create, fill, make
 _register(_Health, 'fb04dfb4b2e5edd6', save=save_Health, load=load_Health, module=__name__)
 
 
@@ -167,8 +182,9 @@ def save_ItemTemplate(walker):
     return save
 
 
-def load_ItemTemplate(plan):
-    """(create, fill) for records of game.model.ItemTemplate: fields straight into __dict__."""
+def load_ItemTemplate(plan, objs):
+    """(create, fill, None) for records of game.model.ItemTemplate: fields straight into
+    __dict__."""
     if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:
         return None
     cls, new, fields = _ItemTemplate, object.__new__, tuple(plan.fields)
@@ -183,7 +199,7 @@ def load_ItemTemplate(plan):
 
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
-    return create, fill
+    return create, fill, None
 _register(_ItemTemplate, 'b07a8f13b13222cc', save=save_ItemTemplate, load=load_ItemTemplate, module=__name__)
 
 
@@ -273,9 +289,9 @@ def save_Level(walker):
     return save
 
 
-def load_Level(plan):
-    """(create, fill) for records of game.model.Level saved with this very layout;
-    else None: reflection maps the record."""
+def load_Level(plan, objs):
+    """(create, fill, make) for records of game.model.Level saved with this very
+    layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Level or plan.upgrades or plan.defaults:
         return None
     cls, new = _Level, object.__new__
@@ -289,7 +305,19 @@ def load_Level(plan):
 
     def fill(obj, vals):
         _, obj.rng, obj.npcs, obj.by_id, obj.squads, obj.tick, obj.next_id, obj.log = vals
-    return create, fill
+
+    def make(rec):               # references resolved here: no vals list
+        obj = new(cls)
+        _, f0_rng, f1_npcs, f2_by_id, f3_squads, f4_tick, f5_next_id, f6_log = rec
+        obj.rng = f0_rng if f0_rng.__class__ is not list else objs[f0_rng[0]]
+        obj.npcs = f1_npcs if f1_npcs.__class__ is not list else objs[f1_npcs[0]]
+        obj.by_id = f2_by_id if f2_by_id.__class__ is not list else objs[f2_by_id[0]]
+        obj.squads = f3_squads if f3_squads.__class__ is not list else objs[f3_squads[0]]
+        obj.tick = f4_tick if f4_tick.__class__ is not list else objs[f4_tick[0]]
+        obj.next_id = f5_next_id if f5_next_id.__class__ is not list else objs[f5_next_id[0]]
+        obj.log = f6_log if f6_log.__class__ is not list else objs[f6_log[0]]
+        return obj
+    return create, fill, make
 _register(_Level, '6c63419845c06561', save=save_Level, load=load_Level, module=__name__)
 
 
@@ -410,9 +438,9 @@ def save_NPC(walker):
     return save
 
 
-def load_NPC(plan):
-    """(create, fill) for records of game.model.NPC saved with this very layout;
-    else None: reflection maps the record."""
+def load_NPC(plan, objs):
+    """(create, fill, make) for records of game.model.NPC saved with this very
+    layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_NPC or plan.upgrades or plan.defaults:
         return None
     cls, new = _NPC, object.__new__
@@ -426,7 +454,22 @@ def load_NPC(plan):
 
     def fill(obj, vals):
         _, obj.id, obj.name, obj.sprite, obj.pos, obj.health, obj.brain, obj.weapon, obj.bag, obj.squad, obj.kills = vals
-    return create, fill
+
+    def make(rec):               # references resolved here: no vals list
+        obj = new(cls)
+        _, f0_id, f1_name, f2_sprite, f3_pos, f4_health, f5_brain, f6_weapon, f7_bag, f8_squad, f9_kills = rec
+        obj.id = f0_id if f0_id.__class__ is not list else objs[f0_id[0]]
+        obj.name = f1_name if f1_name.__class__ is not list else objs[f1_name[0]]
+        obj.sprite = f2_sprite if f2_sprite.__class__ is not list else objs[f2_sprite[0]]
+        obj.pos = f3_pos if f3_pos.__class__ is not list else objs[f3_pos[0]]
+        obj.health = f4_health if f4_health.__class__ is not list else objs[f4_health[0]]
+        obj.brain = f5_brain if f5_brain.__class__ is not list else objs[f5_brain[0]]
+        obj.weapon = f6_weapon if f6_weapon.__class__ is not list else objs[f6_weapon[0]]
+        obj.bag = f7_bag if f7_bag.__class__ is not list else objs[f7_bag[0]]
+        obj.squad = f8_squad if f8_squad.__class__ is not list else objs[f8_squad[0]]
+        obj.kills = f9_kills if f9_kills.__class__ is not list else objs[f9_kills[0]]
+        return obj
+    return create, fill, make
 _register(_NPC, '843c80240cd33493', save=save_NPC, load=load_NPC, module=__name__)
 
 
@@ -471,9 +514,9 @@ def save_Position(walker):
     return save
 
 
-def load_Position(plan):
-    """(create, fill) for records of game.model.Position saved with this very layout;
-    else None: reflection maps the record."""
+def load_Position(plan, objs):
+    """(create, fill, make) for records of game.model.Position saved with this very
+    layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Position or plan.upgrades or plan.defaults:
         return None
     cls, new = _Position, object.__new__
@@ -487,7 +530,14 @@ def load_Position(plan):
 
     def fill(obj, vals):
         _, obj.x, obj.y = vals
-    return create, fill
+
+    def make(rec):               # references resolved here: no vals list
+        obj = new(cls)
+        _, f0_x, f1_y = rec
+        obj.x = f0_x if f0_x.__class__ is not list else objs[f0_x[0]]
+        obj.y = f1_y if f1_y.__class__ is not list else objs[f1_y[0]]
+        return obj
+    return create, fill, make
 _register(_Position, '1241fb500b67d293', save=save_Position, load=load_Position, module=__name__)
 
 
@@ -508,8 +558,9 @@ def save_Sprite(walker):
     return save
 
 
-def load_Sprite(plan):
-    """(create, fill) for records of game.model.Sprite: fields straight into __dict__."""
+def load_Sprite(plan, objs):
+    """(create, fill, None) for records of game.model.Sprite: fields straight into
+    __dict__."""
     if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:
         return None
     cls, new, fields = _Sprite, object.__new__, tuple(plan.fields)
@@ -524,7 +575,7 @@ def load_Sprite(plan):
 
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
-    return create, fill
+    return create, fill, None
 _register(_Sprite, '698b3e773ab319bb', save=save_Sprite, load=load_Sprite, module=__name__)
 
 
@@ -545,8 +596,9 @@ def save_Squad(walker):
     return save
 
 
-def load_Squad(plan):
-    """(create, fill) for records of game.model.Squad: fields straight into __dict__."""
+def load_Squad(plan, objs):
+    """(create, fill, None) for records of game.model.Squad: fields straight into
+    __dict__."""
     if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:
         return None
     cls, new, fields = _Squad, object.__new__, tuple(plan.fields)
@@ -561,5 +613,5 @@ def load_Squad(plan):
 
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
-    return create, fill
+    return create, fill, None
 _register(_Squad, '21c897cad737ea1f', save=save_Squad, load=load_Squad, module=__name__)
