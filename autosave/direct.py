@@ -41,9 +41,9 @@ class DirectWalker(Walker):
     def _make_visit(self):
         memo, direct, memo_get = self.memo, self.direct, self.memo.get
 
-        def visit(obj):
-            """Write obj's record now (it is not written nor in progress); its cell."""
-            cell = memo_get(id(obj))
+        def visit(obj, cell=None):
+            """Write obj's record now (it is not written nor in progress); its cell.
+            ``cell``: its memo entry if it has one (mentioned, not visited yet)."""
             if cell is None:
                 cell = memo[id(obj)] = [None]
             handler = direct.get(obj.__class__)
@@ -57,7 +57,7 @@ class DirectWalker(Walker):
             cell = memo_get(id(obj))
             if cell is not None and cell[0] is not None:
                 return cell
-            return visit(obj)
+            return visit(obj, cell)
 
         return visit, ref
 
@@ -130,7 +130,7 @@ class DirectWalker(Walker):
         def save_items(obj, cell):
             cell[0] = False
             parts = [v if v.__class__ in INLINE else
-                     c if (c := memo_get(id(v))) is not None and c[0] is not None else visit(v)
+                     c if (c := memo_get(id(v))) is not None and c[0] is not None else visit(v, c)
                      for v in items(obj)]
             here = len(records)
             cycle = None
@@ -173,8 +173,9 @@ class DirectWalker(Walker):
                 del stack[base:]
                 built_at = len(records)
                 for child in children:
-                    if memo[id(child)][0] is None:
-                        visit(child)
+                    child_cell = memo[id(child)]
+                    if child_cell[0] is None:
+                        visit(child, child_cell)
                 here = len(records)
                 shift = here - built_at
                 rec = [([c[0] - shift] if c[0] < 0 else [c[0] - here])

@@ -130,7 +130,8 @@ class ModuleWriter:
             f'    """{schema.name}, version {schema.version}: {len(slots)} slots."""',
             f"    t = walker.index_of(({alias}, _SLOTS_{name}), {schema.name!r}, "
             f"{schema.version}, _SLOTS_{name})",
-            "    records, memo_get, visit = walker.records, walker.memo.get, walker.visit",
+            "    records, memo, visit = walker.records, walker.memo, walker.visit",
+            "    memo_get, direct_get = memo.get, walker.direct.get",
             "    append = records.append",
             f"    unset_slot = walker.fallback_for({alias})",
             "",
@@ -151,8 +152,18 @@ class ModuleWriter:
                 out.append(f"        if {n}.__class__ is not {SCALARS[scalar]} and {n}.__class__ not in _INLINE:")
             else:
                 out.append(f"        if {n}.__class__ not in _INLINE:")
-            out.append(f"            c = memo_get(id({n}))")
-            out.append(f"            {n} = c if c is not None and c[0] is not None else visit({n})")
+            out += [
+                f"            c = memo_get(id({n}))",
+                "            if c is None or c[0] is None:      # write it first (visit, inlined)",
+                "                if c is None:",
+                f"                    c = memo[id({n})] = [None]",
+                f"                handler = direct_get({n}.__class__)",
+                "                if handler is None:",
+                f"                    visit({n}, c)",
+                "                else:",
+                f"                    handler({n}, c)",
+                f"            {n} = c",
+            ]
             refs.append(n)
         out += [
             "        here = len(records)",

@@ -64,7 +64,8 @@ _SLOTS_Tile = ('x', 'y', 'terrain', 'height', 'units')
 def save_Tile(walker):
     """worldsim.Tile, version 1: 5 slots."""
     t = walker.index_of((_Tile, _SLOTS_Tile), 'worldsim.Tile', 1, _SLOTS_Tile)
-    records, memo_get, visit = walker.records, walker.memo.get, walker.visit
+    records, memo, visit = walker.records, walker.memo, walker.visit
+    memo_get, direct_get = memo.get, walker.direct.get
     append = records.append
     unset_slot = walker.fallback_for(_Tile)
 
@@ -80,19 +81,59 @@ def save_Tile(walker):
         cell[0] = False
         if f0_x.__class__ is not int and f0_x.__class__ not in _INLINE:
             c = memo_get(id(f0_x))
-            f0_x = c if c is not None and c[0] is not None else visit(f0_x)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f0_x)] = [None]
+                handler = direct_get(f0_x.__class__)
+                if handler is None:
+                    visit(f0_x, c)
+                else:
+                    handler(f0_x, c)
+            f0_x = c
         if f1_y.__class__ is not int and f1_y.__class__ not in _INLINE:
             c = memo_get(id(f1_y))
-            f1_y = c if c is not None and c[0] is not None else visit(f1_y)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f1_y)] = [None]
+                handler = direct_get(f1_y.__class__)
+                if handler is None:
+                    visit(f1_y, c)
+                else:
+                    handler(f1_y, c)
+            f1_y = c
         if f2_terrain.__class__ not in _INLINE:
             c = memo_get(id(f2_terrain))
-            f2_terrain = c if c is not None and c[0] is not None else visit(f2_terrain)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f2_terrain)] = [None]
+                handler = direct_get(f2_terrain.__class__)
+                if handler is None:
+                    visit(f2_terrain, c)
+                else:
+                    handler(f2_terrain, c)
+            f2_terrain = c
         if f3_height.__class__ is not float and f3_height.__class__ not in _INLINE:
             c = memo_get(id(f3_height))
-            f3_height = c if c is not None and c[0] is not None else visit(f3_height)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f3_height)] = [None]
+                handler = direct_get(f3_height.__class__)
+                if handler is None:
+                    visit(f3_height, c)
+                else:
+                    handler(f3_height, c)
+            f3_height = c
         if f4_units.__class__ not in _INLINE:
             c = memo_get(id(f4_units))
-            f4_units = c if c is not None and c[0] is not None else visit(f4_units)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f4_units)] = [None]
+                handler = direct_get(f4_units.__class__)
+                if handler is None:
+                    visit(f4_units, c)
+                else:
+                    handler(f4_units, c)
+            f4_units = c
         here = len(records)
         cycle = False
         if f0_x.__class__ is list:
@@ -162,7 +203,8 @@ _SLOTS_Unit = ('id', 'name', 'kind', 'x', 'y', 'hp', 'speed', 'home', 'tags', 'i
 def save_Unit(walker):
     """worldsim.Unit, version 1: 12 slots."""
     t = walker.index_of((_Unit, _SLOTS_Unit), 'worldsim.Unit', 1, _SLOTS_Unit)
-    records, memo_get, visit = walker.records, walker.memo.get, walker.visit
+    records, memo, visit = walker.records, walker.memo, walker.visit
+    memo_get, direct_get = memo.get, walker.direct.get
     append = records.append
     unset_slot = walker.fallback_for(_Unit)
 
@@ -185,40 +227,136 @@ def save_Unit(walker):
         cell[0] = False
         if f0_id.__class__ is not int and f0_id.__class__ not in _INLINE:
             c = memo_get(id(f0_id))
-            f0_id = c if c is not None and c[0] is not None else visit(f0_id)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f0_id)] = [None]
+                handler = direct_get(f0_id.__class__)
+                if handler is None:
+                    visit(f0_id, c)
+                else:
+                    handler(f0_id, c)
+            f0_id = c
         if f1_name.__class__ is not str and f1_name.__class__ not in _INLINE:
             c = memo_get(id(f1_name))
-            f1_name = c if c is not None and c[0] is not None else visit(f1_name)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f1_name)] = [None]
+                handler = direct_get(f1_name.__class__)
+                if handler is None:
+                    visit(f1_name, c)
+                else:
+                    handler(f1_name, c)
+            f1_name = c
         if f2_kind.__class__ is not str and f2_kind.__class__ not in _INLINE:
             c = memo_get(id(f2_kind))
-            f2_kind = c if c is not None and c[0] is not None else visit(f2_kind)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f2_kind)] = [None]
+                handler = direct_get(f2_kind.__class__)
+                if handler is None:
+                    visit(f2_kind, c)
+                else:
+                    handler(f2_kind, c)
+            f2_kind = c
         if f3_x.__class__ is not float and f3_x.__class__ not in _INLINE:
             c = memo_get(id(f3_x))
-            f3_x = c if c is not None and c[0] is not None else visit(f3_x)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f3_x)] = [None]
+                handler = direct_get(f3_x.__class__)
+                if handler is None:
+                    visit(f3_x, c)
+                else:
+                    handler(f3_x, c)
+            f3_x = c
         if f4_y.__class__ is not float and f4_y.__class__ not in _INLINE:
             c = memo_get(id(f4_y))
-            f4_y = c if c is not None and c[0] is not None else visit(f4_y)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f4_y)] = [None]
+                handler = direct_get(f4_y.__class__)
+                if handler is None:
+                    visit(f4_y, c)
+                else:
+                    handler(f4_y, c)
+            f4_y = c
         if f5_hp.__class__ is not int and f5_hp.__class__ not in _INLINE:
             c = memo_get(id(f5_hp))
-            f5_hp = c if c is not None and c[0] is not None else visit(f5_hp)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f5_hp)] = [None]
+                handler = direct_get(f5_hp.__class__)
+                if handler is None:
+                    visit(f5_hp, c)
+                else:
+                    handler(f5_hp, c)
+            f5_hp = c
         if f6_speed.__class__ is not float and f6_speed.__class__ not in _INLINE:
             c = memo_get(id(f6_speed))
-            f6_speed = c if c is not None and c[0] is not None else visit(f6_speed)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f6_speed)] = [None]
+                handler = direct_get(f6_speed.__class__)
+                if handler is None:
+                    visit(f6_speed, c)
+                else:
+                    handler(f6_speed, c)
+            f6_speed = c
         if f7_home.__class__ not in _INLINE:
             c = memo_get(id(f7_home))
-            f7_home = c if c is not None and c[0] is not None else visit(f7_home)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f7_home)] = [None]
+                handler = direct_get(f7_home.__class__)
+                if handler is None:
+                    visit(f7_home, c)
+                else:
+                    handler(f7_home, c)
+            f7_home = c
         if f8_tags.__class__ not in _INLINE:
             c = memo_get(id(f8_tags))
-            f8_tags = c if c is not None and c[0] is not None else visit(f8_tags)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f8_tags)] = [None]
+                handler = direct_get(f8_tags.__class__)
+                if handler is None:
+                    visit(f8_tags, c)
+                else:
+                    handler(f8_tags, c)
+            f8_tags = c
         if f9_inventory.__class__ not in _INLINE:
             c = memo_get(id(f9_inventory))
-            f9_inventory = c if c is not None and c[0] is not None else visit(f9_inventory)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f9_inventory)] = [None]
+                handler = direct_get(f9_inventory.__class__)
+                if handler is None:
+                    visit(f9_inventory, c)
+                else:
+                    handler(f9_inventory, c)
+            f9_inventory = c
         if f10_friends.__class__ not in _INLINE:
             c = memo_get(id(f10_friends))
-            f10_friends = c if c is not None and c[0] is not None else visit(f10_friends)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f10_friends)] = [None]
+                handler = direct_get(f10_friends.__class__)
+                if handler is None:
+                    visit(f10_friends, c)
+                else:
+                    handler(f10_friends, c)
+            f10_friends = c
         if f11_leader.__class__ not in _INLINE:
             c = memo_get(id(f11_leader))
-            f11_leader = c if c is not None and c[0] is not None else visit(f11_leader)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f11_leader)] = [None]
+                handler = direct_get(f11_leader.__class__)
+                if handler is None:
+                    visit(f11_leader, c)
+                else:
+                    handler(f11_leader, c)
+            f11_leader = c
         here = len(records)
         cycle = False
         if f0_id.__class__ is list:
@@ -330,7 +468,8 @@ _SLOTS_World = ('rng', 'grid', 'units', 'by_name', 'tick')
 def save_World(walker):
     """worldsim.World, version 1: 5 slots."""
     t = walker.index_of((_World, _SLOTS_World), 'worldsim.World', 1, _SLOTS_World)
-    records, memo_get, visit = walker.records, walker.memo.get, walker.visit
+    records, memo, visit = walker.records, walker.memo, walker.visit
+    memo_get, direct_get = memo.get, walker.direct.get
     append = records.append
     unset_slot = walker.fallback_for(_World)
 
@@ -346,19 +485,59 @@ def save_World(walker):
         cell[0] = False
         if f0_rng.__class__ not in _INLINE:
             c = memo_get(id(f0_rng))
-            f0_rng = c if c is not None and c[0] is not None else visit(f0_rng)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f0_rng)] = [None]
+                handler = direct_get(f0_rng.__class__)
+                if handler is None:
+                    visit(f0_rng, c)
+                else:
+                    handler(f0_rng, c)
+            f0_rng = c
         if f1_grid.__class__ not in _INLINE:
             c = memo_get(id(f1_grid))
-            f1_grid = c if c is not None and c[0] is not None else visit(f1_grid)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f1_grid)] = [None]
+                handler = direct_get(f1_grid.__class__)
+                if handler is None:
+                    visit(f1_grid, c)
+                else:
+                    handler(f1_grid, c)
+            f1_grid = c
         if f2_units.__class__ not in _INLINE:
             c = memo_get(id(f2_units))
-            f2_units = c if c is not None and c[0] is not None else visit(f2_units)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f2_units)] = [None]
+                handler = direct_get(f2_units.__class__)
+                if handler is None:
+                    visit(f2_units, c)
+                else:
+                    handler(f2_units, c)
+            f2_units = c
         if f3_by_name.__class__ not in _INLINE:
             c = memo_get(id(f3_by_name))
-            f3_by_name = c if c is not None and c[0] is not None else visit(f3_by_name)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f3_by_name)] = [None]
+                handler = direct_get(f3_by_name.__class__)
+                if handler is None:
+                    visit(f3_by_name, c)
+                else:
+                    handler(f3_by_name, c)
+            f3_by_name = c
         if f4_tick.__class__ is not int and f4_tick.__class__ not in _INLINE:
             c = memo_get(id(f4_tick))
-            f4_tick = c if c is not None and c[0] is not None else visit(f4_tick)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f4_tick)] = [None]
+                handler = direct_get(f4_tick.__class__)
+                if handler is None:
+                    visit(f4_tick, c)
+                else:
+                    handler(f4_tick, c)
+            f4_tick = c
         here = len(records)
         cycle = False
         if f0_rng.__class__ is list:

@@ -26,7 +26,8 @@ _SLOTS_Brain = ('mode', 'plan', 'target')
 def save_Brain(walker):
     """game.model.Brain, version 1: 3 slots."""
     t = walker.index_of((_Brain, _SLOTS_Brain), 'game.model.Brain', 1, _SLOTS_Brain)
-    records, memo_get, visit = walker.records, walker.memo.get, walker.visit
+    records, memo, visit = walker.records, walker.memo, walker.visit
+    memo_get, direct_get = memo.get, walker.direct.get
     append = records.append
     unset_slot = walker.fallback_for(_Brain)
 
@@ -40,13 +41,37 @@ def save_Brain(walker):
         cell[0] = False
         if f0_mode.__class__ not in _INLINE:
             c = memo_get(id(f0_mode))
-            f0_mode = c if c is not None and c[0] is not None else visit(f0_mode)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f0_mode)] = [None]
+                handler = direct_get(f0_mode.__class__)
+                if handler is None:
+                    visit(f0_mode, c)
+                else:
+                    handler(f0_mode, c)
+            f0_mode = c
         if f1_plan.__class__ not in _INLINE:
             c = memo_get(id(f1_plan))
-            f1_plan = c if c is not None and c[0] is not None else visit(f1_plan)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f1_plan)] = [None]
+                handler = direct_get(f1_plan.__class__)
+                if handler is None:
+                    visit(f1_plan, c)
+                else:
+                    handler(f1_plan, c)
+            f1_plan = c
         if f2_target.__class__ not in _INLINE:
             c = memo_get(id(f2_target))
-            f2_target = c if c is not None and c[0] is not None else visit(f2_target)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f2_target)] = [None]
+                handler = direct_get(f2_target.__class__)
+                if handler is None:
+                    visit(f2_target, c)
+                else:
+                    handler(f2_target, c)
+            f2_target = c
         here = len(records)
         cycle = False
         if f0_mode.__class__ is list:
@@ -104,7 +129,8 @@ _SLOTS_Health = ('hp', 'max_hp')
 def save_Health(walker):
     """game.model.Health, version 1: 2 slots."""
     t = walker.index_of((_Health, _SLOTS_Health), 'game.model.Health', 1, _SLOTS_Health)
-    records, memo_get, visit = walker.records, walker.memo.get, walker.visit
+    records, memo, visit = walker.records, walker.memo, walker.visit
+    memo_get, direct_get = memo.get, walker.direct.get
     append = records.append
     unset_slot = walker.fallback_for(_Health)
 
@@ -117,10 +143,26 @@ def save_Health(walker):
         cell[0] = False
         if f0_hp.__class__ is not int and f0_hp.__class__ not in _INLINE:
             c = memo_get(id(f0_hp))
-            f0_hp = c if c is not None and c[0] is not None else visit(f0_hp)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f0_hp)] = [None]
+                handler = direct_get(f0_hp.__class__)
+                if handler is None:
+                    visit(f0_hp, c)
+                else:
+                    handler(f0_hp, c)
+            f0_hp = c
         if f1_max_hp.__class__ is not int and f1_max_hp.__class__ not in _INLINE:
             c = memo_get(id(f1_max_hp))
-            f1_max_hp = c if c is not None and c[0] is not None else visit(f1_max_hp)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f1_max_hp)] = [None]
+                handler = direct_get(f1_max_hp.__class__)
+                if handler is None:
+                    visit(f1_max_hp, c)
+                else:
+                    handler(f1_max_hp, c)
+            f1_max_hp = c
         here = len(records)
         cycle = False
         if f0_hp.__class__ is list:
@@ -210,7 +252,8 @@ _SLOTS_Level = ('rng', 'npcs', 'by_id', 'squads', 'tick', 'next_id', 'log')
 def save_Level(walker):
     """game.model.Level, version 1: 7 slots."""
     t = walker.index_of((_Level, _SLOTS_Level), 'game.model.Level', 1, _SLOTS_Level)
-    records, memo_get, visit = walker.records, walker.memo.get, walker.visit
+    records, memo, visit = walker.records, walker.memo, walker.visit
+    memo_get, direct_get = memo.get, walker.direct.get
     append = records.append
     unset_slot = walker.fallback_for(_Level)
 
@@ -228,25 +271,81 @@ def save_Level(walker):
         cell[0] = False
         if f0_rng.__class__ not in _INLINE:
             c = memo_get(id(f0_rng))
-            f0_rng = c if c is not None and c[0] is not None else visit(f0_rng)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f0_rng)] = [None]
+                handler = direct_get(f0_rng.__class__)
+                if handler is None:
+                    visit(f0_rng, c)
+                else:
+                    handler(f0_rng, c)
+            f0_rng = c
         if f1_npcs.__class__ not in _INLINE:
             c = memo_get(id(f1_npcs))
-            f1_npcs = c if c is not None and c[0] is not None else visit(f1_npcs)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f1_npcs)] = [None]
+                handler = direct_get(f1_npcs.__class__)
+                if handler is None:
+                    visit(f1_npcs, c)
+                else:
+                    handler(f1_npcs, c)
+            f1_npcs = c
         if f2_by_id.__class__ not in _INLINE:
             c = memo_get(id(f2_by_id))
-            f2_by_id = c if c is not None and c[0] is not None else visit(f2_by_id)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f2_by_id)] = [None]
+                handler = direct_get(f2_by_id.__class__)
+                if handler is None:
+                    visit(f2_by_id, c)
+                else:
+                    handler(f2_by_id, c)
+            f2_by_id = c
         if f3_squads.__class__ not in _INLINE:
             c = memo_get(id(f3_squads))
-            f3_squads = c if c is not None and c[0] is not None else visit(f3_squads)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f3_squads)] = [None]
+                handler = direct_get(f3_squads.__class__)
+                if handler is None:
+                    visit(f3_squads, c)
+                else:
+                    handler(f3_squads, c)
+            f3_squads = c
         if f4_tick.__class__ is not int and f4_tick.__class__ not in _INLINE:
             c = memo_get(id(f4_tick))
-            f4_tick = c if c is not None and c[0] is not None else visit(f4_tick)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f4_tick)] = [None]
+                handler = direct_get(f4_tick.__class__)
+                if handler is None:
+                    visit(f4_tick, c)
+                else:
+                    handler(f4_tick, c)
+            f4_tick = c
         if f5_next_id.__class__ is not int and f5_next_id.__class__ not in _INLINE:
             c = memo_get(id(f5_next_id))
-            f5_next_id = c if c is not None and c[0] is not None else visit(f5_next_id)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f5_next_id)] = [None]
+                handler = direct_get(f5_next_id.__class__)
+                if handler is None:
+                    visit(f5_next_id, c)
+                else:
+                    handler(f5_next_id, c)
+            f5_next_id = c
         if f6_log.__class__ not in _INLINE:
             c = memo_get(id(f6_log))
-            f6_log = c if c is not None and c[0] is not None else visit(f6_log)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f6_log)] = [None]
+                handler = direct_get(f6_log.__class__)
+                if handler is None:
+                    visit(f6_log, c)
+                else:
+                    handler(f6_log, c)
+            f6_log = c
         here = len(records)
         cycle = False
         if f0_rng.__class__ is list:
@@ -332,7 +431,8 @@ _SLOTS_NPC = ('id', 'name', 'sprite', 'pos', 'health', 'brain', 'weapon', 'bag',
 def save_NPC(walker):
     """game.model.NPC, version 1: 10 slots."""
     t = walker.index_of((_NPC, _SLOTS_NPC), 'game.model.NPC', 1, _SLOTS_NPC)
-    records, memo_get, visit = walker.records, walker.memo.get, walker.visit
+    records, memo, visit = walker.records, walker.memo, walker.visit
+    memo_get, direct_get = memo.get, walker.direct.get
     append = records.append
     unset_slot = walker.fallback_for(_NPC)
 
@@ -353,34 +453,114 @@ def save_NPC(walker):
         cell[0] = False
         if f0_id.__class__ is not int and f0_id.__class__ not in _INLINE:
             c = memo_get(id(f0_id))
-            f0_id = c if c is not None and c[0] is not None else visit(f0_id)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f0_id)] = [None]
+                handler = direct_get(f0_id.__class__)
+                if handler is None:
+                    visit(f0_id, c)
+                else:
+                    handler(f0_id, c)
+            f0_id = c
         if f1_name.__class__ is not str and f1_name.__class__ not in _INLINE:
             c = memo_get(id(f1_name))
-            f1_name = c if c is not None and c[0] is not None else visit(f1_name)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f1_name)] = [None]
+                handler = direct_get(f1_name.__class__)
+                if handler is None:
+                    visit(f1_name, c)
+                else:
+                    handler(f1_name, c)
+            f1_name = c
         if f2_sprite.__class__ not in _INLINE:
             c = memo_get(id(f2_sprite))
-            f2_sprite = c if c is not None and c[0] is not None else visit(f2_sprite)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f2_sprite)] = [None]
+                handler = direct_get(f2_sprite.__class__)
+                if handler is None:
+                    visit(f2_sprite, c)
+                else:
+                    handler(f2_sprite, c)
+            f2_sprite = c
         if f3_pos.__class__ not in _INLINE:
             c = memo_get(id(f3_pos))
-            f3_pos = c if c is not None and c[0] is not None else visit(f3_pos)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f3_pos)] = [None]
+                handler = direct_get(f3_pos.__class__)
+                if handler is None:
+                    visit(f3_pos, c)
+                else:
+                    handler(f3_pos, c)
+            f3_pos = c
         if f4_health.__class__ not in _INLINE:
             c = memo_get(id(f4_health))
-            f4_health = c if c is not None and c[0] is not None else visit(f4_health)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f4_health)] = [None]
+                handler = direct_get(f4_health.__class__)
+                if handler is None:
+                    visit(f4_health, c)
+                else:
+                    handler(f4_health, c)
+            f4_health = c
         if f5_brain.__class__ not in _INLINE:
             c = memo_get(id(f5_brain))
-            f5_brain = c if c is not None and c[0] is not None else visit(f5_brain)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f5_brain)] = [None]
+                handler = direct_get(f5_brain.__class__)
+                if handler is None:
+                    visit(f5_brain, c)
+                else:
+                    handler(f5_brain, c)
+            f5_brain = c
         if f6_weapon.__class__ not in _INLINE:
             c = memo_get(id(f6_weapon))
-            f6_weapon = c if c is not None and c[0] is not None else visit(f6_weapon)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f6_weapon)] = [None]
+                handler = direct_get(f6_weapon.__class__)
+                if handler is None:
+                    visit(f6_weapon, c)
+                else:
+                    handler(f6_weapon, c)
+            f6_weapon = c
         if f7_bag.__class__ not in _INLINE:
             c = memo_get(id(f7_bag))
-            f7_bag = c if c is not None and c[0] is not None else visit(f7_bag)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f7_bag)] = [None]
+                handler = direct_get(f7_bag.__class__)
+                if handler is None:
+                    visit(f7_bag, c)
+                else:
+                    handler(f7_bag, c)
+            f7_bag = c
         if f8_squad.__class__ not in _INLINE:
             c = memo_get(id(f8_squad))
-            f8_squad = c if c is not None and c[0] is not None else visit(f8_squad)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f8_squad)] = [None]
+                handler = direct_get(f8_squad.__class__)
+                if handler is None:
+                    visit(f8_squad, c)
+                else:
+                    handler(f8_squad, c)
+            f8_squad = c
         if f9_kills.__class__ is not int and f9_kills.__class__ not in _INLINE:
             c = memo_get(id(f9_kills))
-            f9_kills = c if c is not None and c[0] is not None else visit(f9_kills)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f9_kills)] = [None]
+                handler = direct_get(f9_kills.__class__)
+                if handler is None:
+                    visit(f9_kills, c)
+                else:
+                    handler(f9_kills, c)
+            f9_kills = c
         here = len(records)
         cycle = False
         if f0_id.__class__ is list:
@@ -480,7 +660,8 @@ _SLOTS_Position = ('x', 'y')
 def save_Position(walker):
     """game.model.Position, version 1: 2 slots."""
     t = walker.index_of((_Position, _SLOTS_Position), 'game.model.Position', 1, _SLOTS_Position)
-    records, memo_get, visit = walker.records, walker.memo.get, walker.visit
+    records, memo, visit = walker.records, walker.memo, walker.visit
+    memo_get, direct_get = memo.get, walker.direct.get
     append = records.append
     unset_slot = walker.fallback_for(_Position)
 
@@ -493,10 +674,26 @@ def save_Position(walker):
         cell[0] = False
         if f0_x.__class__ is not float and f0_x.__class__ not in _INLINE:
             c = memo_get(id(f0_x))
-            f0_x = c if c is not None and c[0] is not None else visit(f0_x)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f0_x)] = [None]
+                handler = direct_get(f0_x.__class__)
+                if handler is None:
+                    visit(f0_x, c)
+                else:
+                    handler(f0_x, c)
+            f0_x = c
         if f1_y.__class__ is not float and f1_y.__class__ not in _INLINE:
             c = memo_get(id(f1_y))
-            f1_y = c if c is not None and c[0] is not None else visit(f1_y)
+            if c is None or c[0] is None:      # write it first (visit, inlined)
+                if c is None:
+                    c = memo[id(f1_y)] = [None]
+                handler = direct_get(f1_y.__class__)
+                if handler is None:
+                    visit(f1_y, c)
+                else:
+                    handler(f1_y, c)
+            f1_y = c
         here = len(records)
         cycle = False
         if f0_x.__class__ is list:
