@@ -97,8 +97,9 @@ def compile_module(path):
         from Cython.Build import cythonize
         from setuptools import Distribution, Extension
         from setuptools.command.build_ext import build_ext
-    except ImportError:
-        raise CodegenError("--compile needs Cython: pip install 'autosave[cython]'") from None
+    except ImportError as e:
+        raise CodegenError(f"--compile needs Cython and setuptools ({e}): "
+                           f"pip install 'autosave[cython]'") from None
     directory = path.parent
     with tempfile.TemporaryDirectory() as build:
         extension = Extension(MODULE, [str(path)])

@@ -244,12 +244,11 @@ def test_generate_check_and_stale_fallback(tmp_path):
 
 @pytest.mark.parametrize("body, expect", [
     ('''
-     import io
      @autosave.save_root
      @attrs.define
      class Link:
          buffer: "Buffer"
-     class Buffer(io.BytesIO):
+     class Buffer(bytearray):
          pass
      ''', "wraps a C object"),
     ('''
