@@ -109,8 +109,24 @@ class GeneratedCode:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):   # not a package, or not importable
             return
-        if spec is not None:
+        if spec is None:
+            return
+        try:
             self.modules[package] = importlib.import_module(name)
+        except StaleGeneratedCodeError:
+            raise
+        except Exception as e:
+            # A class it imports was renamed or deleted since generation, say.
+            self.stale_module(name, package, e)
+
+    def stale_module(self, name, package, error):
+        message = (f"the generated module {name} cannot be imported "
+                   f"({type(error).__name__}: {error}); it is stale: re-run "
+                   f"autosave-codegen {package}")
+        if strict():
+            raise StaleGeneratedCodeError(message) from error
+        warnings.warn(message + "; saving by reflection meanwhile",
+                      StaleGeneratedCodeWarning, stacklevel=4)
 
     def save_factory(self, cls):
         self.note(cls.__module__)

@@ -242,6 +242,19 @@ def test_generate_check_and_stale_fallback(tmp_path):
     assert current.returncode == 0, current.stderr
 
 
+def test_a_generated_module_that_no_longer_imports_is_stale(tmp_path):
+    pkg = make_package(tmp_path, V1)
+    assert run(tmp_path, [pkg]).returncode == 0
+    renamed = V1.replace("class Hero:", "class Champion:").replace('"list[Hero]"', '"list[Champion]"')
+    (tmp_path / pkg / "model.py").write_text(textwrap.dedent(renamed))
+    probe = PROBE.format(pkg=pkg).replace("m.Hero(", "m.Champion(")
+    warned = run(tmp_path, [], code=probe)
+    assert warned.returncode == 0, warned.stderr
+    assert "StaleGeneratedCodeWarning" in warned.stderr and "cannot be imported" in warned.stderr
+    strict = run(tmp_path, [], env={"AUTOSAVE_STRICT": "1"}, code=probe)
+    assert strict.returncode != 0 and "StaleGeneratedCodeError" in strict.stderr
+
+
 @pytest.mark.parametrize("body, expect", [
     ('''
      @autosave.save_root
