@@ -145,7 +145,7 @@ class InstancePlan:
                     f"{schema.name} has a field {name!r} the save does not hold, and the "
                     f"field has no default; give it a default or an @autosave.upgrade hook")
         self.new = (base or object).__new__
-        self.create = self.make = None
+        self.create = self.create_from_record = None
         simple = not self.upgrades and not self.defaults and base is None
         if simple and not schema.slots and schema.has_dict and len(self.setters) == self.nfields:
             self.fill, self.create = self.fill_dict, self.create_filled
@@ -295,7 +295,7 @@ class Loader:
                     factory = GENERATED.load_factory(plan.cls)
                     made = factory(plan, self.objs) if factory is not None else None
                     if made is not None:
-                        plan.create, plan.fill, plan.make = made
+                        plan.create, plan.fill, plan.create_from_record = made
         self.early = {}            # index -> mutable allocated before its record
         self.unfinished = set()    # allocated, not yet filled
         self.unset_markers = unset_markers
@@ -310,19 +310,21 @@ class Loader:
         deferred, hooks = [], []
         has_missing = False
         # Per type: (plan, mutable, fill or None, fill_finished, has __autosave_loaded__,
-        #            create or None, make or None)
+        #            create or None, generated create_from_record or None)
         info = [(p, p.mutable, p.fill if p.has_fill else None, p.fill_finished, p.has_loaded_hook,
-                 getattr(p, "create", None), getattr(p, "make", None)) for p in self.plans]
+                 getattr(p, "create", None),
+                 p.create_from_record if isinstance(p, InstancePlan) else None)
+                for p in self.plans]
         append = objs.append
         closes_cycle = self.closes_cycle
         i = 0
         try:
             for i, rec in enumerate(records):
-                plan, mutable, fill, fill_finished, hook, create, make = info[rec[0]]
-                if make is not None and not closes_cycle[i] and not has_missing \
+                plan, mutable, fill, fill_finished, hook, create, from_record = info[rec[0]]
+                if from_record is not None and not closes_cycle[i] and not has_missing \
                         and not (early and i in early):
                     try:
-                        append(make(rec))       # generated: resolves its references itself
+                        append(from_record(rec))   # generated: resolves its references
                     except IndexError:          # an unmarked forward reference: below
                         pass
                     else:

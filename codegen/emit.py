@@ -184,7 +184,7 @@ class ModuleWriter:
             "",
             "",
             f"def load_{name}(plan, objs):",
-            f'    """(create, fill, make) for records of {schema.name} saved with this very\n'
+            f'    """(create, fill, create_from_record) for records of {schema.name} saved with this very\n'
             f'    layout; else None: reflection maps the record."""',
             f"    if tuple(plan.fields) != _SLOTS_{name} or plan.upgrades or plan.defaults:",
             "        return None",
@@ -205,13 +205,13 @@ class ModuleWriter:
                 "    def fill(obj, vals):",
                 unpack,
                 "",
-                "    def make(rec):               # references resolved here: no vals list",
+                "    def create_from_record(rec):     # references resolved here: no vals list",
                 "        obj = new(cls)",
                 f"        _, {', '.join(names)}{',' if len(slots) == 1 else ''} = rec",
             ]
             out += [f"        {attr('obj', s_)} = {n} if {n}.__class__ is not list else objs[{n}[0]]"
                     for n, s_ in zip(names, slots)]
-            out += ["        return obj", "    return create, fill, make"]
+            out += ["        return obj", "    return create, fill, create_from_record"]
         else:
             out += [
                 "    set_slot = object.__setattr__",

@@ -167,7 +167,7 @@ def save_Tile(walker):
 
 
 def load_Tile(plan, objs):
-    """(create, fill, make) for records of worldsim.Tile saved with this very
+    """(create, fill, create_from_record) for records of worldsim.Tile saved with this very
     layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Tile or plan.upgrades or plan.defaults:
         return None
@@ -183,7 +183,7 @@ def load_Tile(plan, objs):
     def fill(obj, vals):
         _, obj.x, obj.y, obj.terrain, obj.height, obj.units = vals
 
-    def make(rec):               # references resolved here: no vals list
+    def create_from_record(rec):     # references resolved here: no vals list
         obj = new(cls)
         _, f0_x, f1_y, f2_terrain, f3_height, f4_units = rec
         obj.x = f0_x if f0_x.__class__ is not list else objs[f0_x[0]]
@@ -192,7 +192,7 @@ def load_Tile(plan, objs):
         obj.height = f3_height if f3_height.__class__ is not list else objs[f3_height[0]]
         obj.units = f4_units if f4_units.__class__ is not list else objs[f4_units[0]]
         return obj
-    return create, fill, make
+    return create, fill, create_from_record
 _register(_Tile, '826e66101f80b9e7', save=save_Tile, load=load_Tile, module=__name__)
 
 
@@ -425,7 +425,7 @@ def save_Unit(walker):
 
 
 def load_Unit(plan, objs):
-    """(create, fill, make) for records of worldsim.Unit saved with this very
+    """(create, fill, create_from_record) for records of worldsim.Unit saved with this very
     layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Unit or plan.upgrades or plan.defaults:
         return None
@@ -441,7 +441,7 @@ def load_Unit(plan, objs):
     def fill(obj, vals):
         _, obj.id, obj.name, obj.kind, obj.x, obj.y, obj.hp, obj.speed, obj.home, obj.tags, obj.inventory, obj.friends, obj.leader = vals
 
-    def make(rec):               # references resolved here: no vals list
+    def create_from_record(rec):     # references resolved here: no vals list
         obj = new(cls)
         _, f0_id, f1_name, f2_kind, f3_x, f4_y, f5_hp, f6_speed, f7_home, f8_tags, f9_inventory, f10_friends, f11_leader = rec
         obj.id = f0_id if f0_id.__class__ is not list else objs[f0_id[0]]
@@ -457,7 +457,7 @@ def load_Unit(plan, objs):
         obj.friends = f10_friends if f10_friends.__class__ is not list else objs[f10_friends[0]]
         obj.leader = f11_leader if f11_leader.__class__ is not list else objs[f11_leader[0]]
         return obj
-    return create, fill, make
+    return create, fill, create_from_record
 _register(_Unit, '1a277a7ce5e5a70f', save=save_Unit, load=load_Unit, module=__name__)
 
 
@@ -571,7 +571,7 @@ def save_World(walker):
 
 
 def load_World(plan, objs):
-    """(create, fill, make) for records of worldsim.World saved with this very
+    """(create, fill, create_from_record) for records of worldsim.World saved with this very
     layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_World or plan.upgrades or plan.defaults:
         return None
@@ -587,7 +587,7 @@ def load_World(plan, objs):
     def fill(obj, vals):
         _, obj.rng, obj.grid, obj.units, obj.by_name, obj.tick = vals
 
-    def make(rec):               # references resolved here: no vals list
+    def create_from_record(rec):     # references resolved here: no vals list
         obj = new(cls)
         _, f0_rng, f1_grid, f2_units, f3_by_name, f4_tick = rec
         obj.rng = f0_rng if f0_rng.__class__ is not list else objs[f0_rng[0]]
@@ -596,5 +596,5 @@ def load_World(plan, objs):
         obj.by_name = f3_by_name if f3_by_name.__class__ is not list else objs[f3_by_name[0]]
         obj.tick = f4_tick if f4_tick.__class__ is not list else objs[f4_tick[0]]
         return obj
-    return create, fill, make
+    return create, fill, create_from_record
 _register(_World, 'd4bd83601706e81e', save=save_World, load=load_World, module=__name__)

@@ -95,7 +95,7 @@ def save_Brain(walker):
 
 
 def load_Brain(plan, objs):
-    """(create, fill, make) for records of game.model.Brain saved with this very
+    """(create, fill, create_from_record) for records of game.model.Brain saved with this very
     layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Brain or plan.upgrades or plan.defaults:
         return None
@@ -111,14 +111,14 @@ def load_Brain(plan, objs):
     def fill(obj, vals):
         _, obj.mode, obj.plan, obj.target = vals
 
-    def make(rec):               # references resolved here: no vals list
+    def create_from_record(rec):     # references resolved here: no vals list
         obj = new(cls)
         _, f0_mode, f1_plan, f2_target = rec
         obj.mode = f0_mode if f0_mode.__class__ is not list else objs[f0_mode[0]]
         obj.plan = f1_plan if f1_plan.__class__ is not list else objs[f1_plan[0]]
         obj.target = f2_target if f2_target.__class__ is not list else objs[f2_target[0]]
         return obj
-    return create, fill, make
+    return create, fill, create_from_record
 _register(_Brain, '467df77176915d2f', save=save_Brain, load=load_Brain, module=__name__)
 
 
@@ -181,7 +181,7 @@ def save_Health(walker):
 
 
 def load_Health(plan, objs):
-    """(create, fill, make) for records of game.model.Health saved with this very
+    """(create, fill, create_from_record) for records of game.model.Health saved with this very
     layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Health or plan.upgrades or plan.defaults:
         return None
@@ -197,13 +197,13 @@ def load_Health(plan, objs):
     def fill(obj, vals):
         _, obj.hp, obj.max_hp = vals
 
-    def make(rec):               # references resolved here: no vals list
+    def create_from_record(rec):     # references resolved here: no vals list
         obj = new(cls)
         _, f0_hp, f1_max_hp = rec
         obj.hp = f0_hp if f0_hp.__class__ is not list else objs[f0_hp[0]]
         obj.max_hp = f1_max_hp if f1_max_hp.__class__ is not list else objs[f1_max_hp[0]]
         return obj
-    return create, fill, make
+    return create, fill, create_from_record
 _register(_Health, 'fb04dfb4b2e5edd6', save=save_Health, load=load_Health, module=__name__)
 
 
@@ -389,7 +389,7 @@ def save_Level(walker):
 
 
 def load_Level(plan, objs):
-    """(create, fill, make) for records of game.model.Level saved with this very
+    """(create, fill, create_from_record) for records of game.model.Level saved with this very
     layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Level or plan.upgrades or plan.defaults:
         return None
@@ -405,7 +405,7 @@ def load_Level(plan, objs):
     def fill(obj, vals):
         _, obj.rng, obj.npcs, obj.by_id, obj.squads, obj.tick, obj.next_id, obj.log = vals
 
-    def make(rec):               # references resolved here: no vals list
+    def create_from_record(rec):     # references resolved here: no vals list
         obj = new(cls)
         _, f0_rng, f1_npcs, f2_by_id, f3_squads, f4_tick, f5_next_id, f6_log = rec
         obj.rng = f0_rng if f0_rng.__class__ is not list else objs[f0_rng[0]]
@@ -416,7 +416,7 @@ def load_Level(plan, objs):
         obj.next_id = f5_next_id if f5_next_id.__class__ is not list else objs[f5_next_id[0]]
         obj.log = f6_log if f6_log.__class__ is not list else objs[f6_log[0]]
         return obj
-    return create, fill, make
+    return create, fill, create_from_record
 _register(_Level, '6c63419845c06561', save=save_Level, load=load_Level, module=__name__)
 
 
@@ -619,7 +619,7 @@ def save_NPC(walker):
 
 
 def load_NPC(plan, objs):
-    """(create, fill, make) for records of game.model.NPC saved with this very
+    """(create, fill, create_from_record) for records of game.model.NPC saved with this very
     layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_NPC or plan.upgrades or plan.defaults:
         return None
@@ -635,7 +635,7 @@ def load_NPC(plan, objs):
     def fill(obj, vals):
         _, obj.id, obj.name, obj.sprite, obj.pos, obj.health, obj.brain, obj.weapon, obj.bag, obj.squad, obj.kills = vals
 
-    def make(rec):               # references resolved here: no vals list
+    def create_from_record(rec):     # references resolved here: no vals list
         obj = new(cls)
         _, f0_id, f1_name, f2_sprite, f3_pos, f4_health, f5_brain, f6_weapon, f7_bag, f8_squad, f9_kills = rec
         obj.id = f0_id if f0_id.__class__ is not list else objs[f0_id[0]]
@@ -649,7 +649,7 @@ def load_NPC(plan, objs):
         obj.squad = f8_squad if f8_squad.__class__ is not list else objs[f8_squad[0]]
         obj.kills = f9_kills if f9_kills.__class__ is not list else objs[f9_kills[0]]
         return obj
-    return create, fill, make
+    return create, fill, create_from_record
 _register(_NPC, '843c80240cd33493', save=save_NPC, load=load_NPC, module=__name__)
 
 
@@ -712,7 +712,7 @@ def save_Position(walker):
 
 
 def load_Position(plan, objs):
-    """(create, fill, make) for records of game.model.Position saved with this very
+    """(create, fill, create_from_record) for records of game.model.Position saved with this very
     layout; else None: reflection maps the record."""
     if tuple(plan.fields) != _SLOTS_Position or plan.upgrades or plan.defaults:
         return None
@@ -728,13 +728,13 @@ def load_Position(plan, objs):
     def fill(obj, vals):
         _, obj.x, obj.y = vals
 
-    def make(rec):               # references resolved here: no vals list
+    def create_from_record(rec):     # references resolved here: no vals list
         obj = new(cls)
         _, f0_x, f1_y = rec
         obj.x = f0_x if f0_x.__class__ is not list else objs[f0_x[0]]
         obj.y = f1_y if f1_y.__class__ is not list else objs[f1_y[0]]
         return obj
-    return create, fill, make
+    return create, fill, create_from_record
 _register(_Position, '1241fb500b67d293', save=save_Position, load=load_Position, module=__name__)
 
 
