@@ -8,6 +8,7 @@
 """
 
 from .errors import (
+    CoroutineError,
     CorruptLogError,
     FormatError,
     IncompatibleSaveError,
@@ -20,13 +21,15 @@ from .files import dumps, load, loads, save
 from .log import Bookmark, CheckpointLog, LogLockedError, Position
 from .registry import allow, asset, assets, save_root, saveable, upgrade
 from .schema import transient
+from .coroutines import coroutine
+from .coroutines import adapter as _coroutine_adapter  # noqa: F401  (registers the record type)
 
 __all__ = [
-    "save_root", "saveable", "transient", "upgrade", "asset", "assets", "allow",
+    "save_root", "saveable", "transient", "upgrade", "asset", "assets", "allow", "coroutine",
     "dumps", "loads", "save", "load",
     "CheckpointLog", "Position", "Bookmark", "LogLockedError",
     "SaveError", "LoadError", "FormatError", "UntrustedTypeError",
-    "IncompatibleSaveError", "CorruptLogError", "StaleGeneratedCodeError",
+    "IncompatibleSaveError", "CorruptLogError", "StaleGeneratedCodeError", "CoroutineError",
 ]
 
 __version__ = "0.1.0"

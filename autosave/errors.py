@@ -13,6 +13,20 @@ class SaveError(Exception):
         super().__init__(f"{path}: {message}" if path else message)
 
 
+class CoroutineError(TypeError):
+    """A generator function cannot be made resumable by ``@autosave.coroutine``.
+
+    Raised when the function is decorated (or by ``autosave-codegen``), never while a
+    game runs. ``filename`` and ``lineno`` point at the construct; ``reason`` says why.
+    """
+
+    def __init__(self, reason, filename=None, lineno=None, function=None):
+        self.reason, self.filename, self.lineno, self.function = reason, filename, lineno, function
+        where = f"{filename}:{lineno}: " if filename and lineno else (f"{filename}: " if filename else "")
+        what = f"@autosave.coroutine {function}: " if function else "@autosave.coroutine: "
+        super().__init__(f"{where}{what}{reason}")
+
+
 class LoadError(Exception):
     """Base of every error raised while loading a save or a log."""
 

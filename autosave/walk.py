@@ -22,8 +22,10 @@ from itertools import chain
 from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
 from .adapters.containers import flat_items, ordered_members
+from .adapters.exceptions import EXCEPTION
 from .adapters.stdlib import BIG_INT
 from .adapters.weak import WeakAdapter
+from .coroutines.runtime import RUNNING, Coroutine
 from .errors import SaveError
 from .format import ABSENT, STATE_FIELDS
 from .registry import REGISTRY, SAFE_STDLIB_NAMES
@@ -211,6 +213,8 @@ class Walker:
         reason = _UNSAVEABLE.get(cls)
         if reason is not None:
             return functools.partial(self.refuse, reason)
+        if issubclass(cls, BaseException):
+            return self.adapter_handler(cls, EXCEPTION)
         schema = schema_of(cls)
         if schema.strategy == "reduce" or schema.name in SAFE_STDLIB_NAMES:
             return self.save_reduce
@@ -497,6 +501,12 @@ def labelled_children(obj):
         yield from ((f"[{i}]", v) for i, v in enumerate(obj))
     elif isinstance(obj, (set, frozenset)):
         yield from ((f"<member {i}>", v) for i, v in enumerate(obj))
+    if isinstance(obj, Coroutine):
+        if obj._state != RUNNING:
+            d = obj.__dict__
+            for saved, attr in obj._spec.saved[obj._state]:
+                yield f".<local {saved}>", d[attr]
+        return
     if isinstance(obj, types.FunctionType):
         for name, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
             if cell.cell_contents is not None:

@@ -18,6 +18,6 @@ and objects hashed by identity never wait).
 """
 
 from .base import Adapter, ADAPTERS_BY_NAME, ADAPTERS_BY_TYPE, register_adapter
-from . import containers, stdlib, callables, weak  # noqa: F401  (fill the tables)
+from . import containers, stdlib, callables, weak, iterators, exceptions  # noqa: F401  (fill the tables)
 
 __all__ = ["Adapter", "ADAPTERS_BY_NAME", "ADAPTERS_BY_TYPE", "register_adapter"]

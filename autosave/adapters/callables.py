@@ -52,7 +52,9 @@ class GlobalAdapter(Adapter):
 
 
 class MethodAdapter(Adapter):
-    """[self, attribute name] -- a bound method, looked up again on load."""
+    """[self, attribute name] -- a bound method, looked up again on load; or
+    [self, function] for a method made by hand (``types.MethodType(f, obj)``) that the
+    object does not have under its name."""
     name, types = "autosave.method", (types.MethodType, types.MethodWrapperType)
     # builtin methods ([].append) share their type with builtin functions (len): the
     # walker routes those with a non-module __self__ here
@@ -64,12 +66,19 @@ class MethodAdapter(Adapter):
             mangled = f"_{type(owner).__name__.lstrip('_')}{name}"
             if getattr(owner, mangled, None) == obj:
                 name = mangled
+            elif isinstance(obj, types.MethodType):
+                return [owner, obj.__func__]
+            else:
+                raise LookupError(f"method {name} of {type(owner).__qualname__} cannot be "
+                                  f"found again by name")
         return [owner, name]
 
     def build(self, vals):
         owner, name = vals[1:]
         if type(name) is not str:
-            raise ValueError("a method record holds its name")
+            if not callable(name):
+                raise ValueError("a method record holds its name or its function")
+            return types.MethodType(name, owner)
         method = getattr(owner, name)
         if getattr(method, "__self__", None) is not owner:
             raise IncompatibleSaveError(

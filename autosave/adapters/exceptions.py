@@ -1,0 +1,75 @@
+"""Exceptions: what a coroutine suspended in an ``except`` block or a ``finally`` with a
+pending exception holds, and what simulations keep as event values.
+
+Record ``autosave.exception``: ``[class name, args tuple, __dict__ or None, __cause__,
+__context__, __suppress_context__]``. The traceback is not saved (it loads as None).
+Built-in exception classes are named ``builtins.KeyError`` and rebuilt by calling them
+with their args (their constructors only store them). Other classes must resolve
+through the trust rules like any saved class; they are made with ``cls.__new__(cls,
+*args)`` and get their ``__dict__`` back, without calling ``__init__``.
+"""
+
+import builtins
+
+from ..errors import UntrustedTypeError
+from ..registry import REGISTRY, stable_name
+from .base import Adapter, register_adapter
+
+
+def _builtin_exception(name):
+    cls = getattr(builtins, name, None)
+    if isinstance(cls, type) and issubclass(cls, BaseException):
+        return cls
+    return None
+
+
+class ExceptionAdapter(Adapter):
+    name = "autosave.exception"
+    types = ()
+    has_fill = True
+    build_slice = slice(1, 3)
+
+    def parts(self, obj):
+        cls = type(obj)
+        if cls.__module__ == "builtins" and _builtin_exception(cls.__name__) is cls:
+            cls_name = f"builtins.{cls.__name__}"
+        else:
+            cls_name = REGISTRY.check_savable_name(cls, "exception class")
+        return [cls_name, obj.args, dict(obj.__dict__) or None, obj.__cause__,
+                obj.__context__, obj.__suppress_context__]
+
+    def build(self, vals):
+        cls_name, args = vals[1:3]
+        if type(cls_name) is not str or type(args) is not tuple:
+            raise ValueError("an exception record holds a class name and an args tuple")
+        module, _, attr_ = cls_name.rpartition(".")
+        if module == "builtins":
+            cls = _builtin_exception(attr_)
+            if cls is None:
+                raise UntrustedTypeError(f"the save names builtins.{attr_} as an exception "
+                                         f"class; it is not one")
+            exc = cls(*args)
+        else:
+            cls = REGISTRY.resolve(cls_name, "exception class")
+            if not isinstance(cls, type) or not issubclass(cls, BaseException):
+                raise UntrustedTypeError(f"the save names {cls_name} as an exception class; "
+                                         f"it is not one")
+            exc = cls.__new__(cls, *args)
+        exc.args = args
+        return exc
+
+    def fill(self, obj, vals):
+        state, cause, context, suppress = vals[3:]
+        if state is not None:
+            if type(state) is not dict:
+                raise ValueError("an exception's state is a dict")
+            obj.__dict__.update(state)
+        for value in (cause, context):
+            if value is not None and not isinstance(value, BaseException):
+                raise ValueError("an exception's cause and context are exceptions")
+        obj.__cause__ = cause
+        obj.__context__ = context
+        obj.__suppress_context__ = bool(suppress)
+
+
+EXCEPTION = register_adapter(ExceptionAdapter())

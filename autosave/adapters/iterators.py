@@ -1,0 +1,253 @@
+"""Iterators over the standard containers, saved as the container and a position.
+
+A ``for`` loop suspended in an ``@autosave.coroutine`` holds one; so may any object.
+The container is saved by reference, so a loop over a list keeps running over *that*
+list after a load (and sees later changes to it, as natively). Payloads:
+
+* ``builtins.list_iterator`` / ``tuple_iterator`` / ``str_iterator`` /
+  ``bytes_iterator`` / ``bytearray_iterator`` / ``reversed`` / ``list_reverseiterator``:
+  ``[sequence, next index]``, or ``[None, 0]`` once exhausted (the sequence released);
+* ``builtins.range_iterator``: ``[start, stop, step]`` of the range still to come;
+* ``builtins.dict_iterator``: ``[kind, dict, items consumed]``; kind is ``keys``,
+  ``values``, ``items`` or ``reversed-...``; consumed ``-1`` when the dict changed size
+  under the iterator (its next step raises ``RuntimeError`` as natively); ``[kind,
+  None, 0]`` once exhausted;
+* ``builtins.dict_keys`` / ``dict_values`` / ``dict_items`` (the views): ``[dict]``;
+* ``builtins.set_iterator``: ``[items still to come...]`` (a set has no positions);
+* ``builtins.enumerate``: ``[iterator, next count]``; ``builtins.zip``: ``[strict,
+  iterators...]``; ``builtins.map``: ``[function, iterators...]``; ``builtins.filter``:
+  ``[function or None, iterator]``.
+
+Building one never calls game code: functions of ``map``/``filter`` are only stored.
+"""
+
+import gc
+from itertools import islice
+
+from .base import Adapter, register_adapter
+
+
+def _exhausted(it):
+    for _ in it:
+        pass
+    return it
+
+
+class SequenceIteratorAdapter(Adapter):
+    build_finished = slice(1, 2)       # the position clamps to the filled sequence
+
+    def __init__(self, name, types, make, empty):
+        self.name, self.types, self.make, self.empty = name, types, make, empty
+
+    def parts(self, obj):
+        rv = obj.__reduce__()
+        if len(rv) < 3:
+            return [None, 0]
+        return [rv[1][0], rv[2]]
+
+    def build(self, vals):
+        seq, index = vals[1:]
+        if type(index) is not int:
+            raise ValueError("an iterator record holds an int position")
+        if seq is None:
+            return _exhausted(self.make(self.empty))
+        it = self.make(seq)
+        short = index - len(seq) + (1 if self.make is reversed else 0)
+        if short > 0 and type(seq) in (list, bytearray):
+            # natively a position outlives the sequence being shorter for a while;
+            # __setstate__ clamps it to the length, so lengthen the sequence meanwhile
+            size = len(seq)
+            type(seq).extend(seq, [0] * short)
+            it.__setstate__(index)
+            type(seq).__delitem__(seq, slice(size, None))
+        else:
+            it.__setstate__(index)
+        return it
+
+
+class RangeIteratorAdapter(Adapter):
+    name = "builtins.range_iterator"
+    types = (type(iter(range(0))), type(iter(range(2 ** 64))))
+
+    def parts(self, obj):
+        rv = obj.__reduce__()
+        r = rv[1][0]
+        index = rv[2] if len(rv) > 2 and rv[2] is not None else 0
+        rest = r[index:]
+        return [rest.start, rest.stop, rest.step]
+
+    def build(self, vals):
+        start, stop, step = vals[1:]
+        if not all(type(v) is int for v in (start, stop, step)):
+            raise ValueError("a range iterator record holds ints")
+        return iter(range(start, stop, step))
+
+
+_DICT_KINDS = {
+    type(iter({})): ("keys", lambda d: iter(d)),
+    type(iter({}.values())): ("values", lambda d: iter(d.values())),
+    type(iter({}.items())): ("items", lambda d: iter(d.items())),
+    type(reversed({})): ("reversed-keys", lambda d: reversed(d)),
+    type(reversed({}.values())): ("reversed-values", lambda d: reversed(d.values())),
+    type(reversed({}.items())): ("reversed-items", lambda d: reversed(d.items())),
+}
+_DICT_MAKERS = dict(_DICT_KINDS.values())
+
+
+class _SizeMarker:
+    """A key no game can hold: added and removed to make a changed-size iterator."""
+    __slots__ = ()
+
+
+class DictIteratorAdapter(Adapter):
+    name = "builtins.dict_iterator"
+    types = tuple(_DICT_KINDS)
+    build_finished = slice(2, 3)
+
+    def parts(self, obj):
+        kind = _DICT_KINDS[type(obj)][0]
+        owners = [r for r in gc.get_referents(obj) if type(r) is dict or isinstance(r, dict)]
+        if not owners:
+            return [kind, None, 0]
+        d = owners[0]
+        try:
+            obj.__reduce__()
+        except RuntimeError:           # the dict changed size under the iterator
+            return [kind, d, -1]
+        return [kind, d, len(d) - obj.__length_hint__()]
+
+    def build(self, vals):
+        kind, d, consumed = vals[1:]
+        make = _DICT_MAKERS.get(kind)
+        if make is None or type(consumed) is not int:
+            raise ValueError("malformed dict iterator record")
+        if d is None:
+            return _exhausted(make({}))
+        if not isinstance(d, dict):
+            raise ValueError("a dict iterator record holds a dict")
+        if consumed < 0:
+            marker = _SizeMarker()
+            dict.__setitem__(d, marker, None)
+            it = make(d)
+            dict.__delitem__(d, marker)
+            return it
+        it = make(d)
+        for _ in islice(it, consumed):
+            pass
+        return it
+
+
+class SetIteratorAdapter(Adapter):
+    name, types = "builtins.set_iterator", (type(iter(set())),)
+    build_finished = slice(1, None)
+
+    def parts(self, obj):
+        rv = obj.__reduce__()
+        return list(rv[1][0])
+
+    def build(self, vals):
+        return iter(set(islice(vals, 1, None)))
+
+
+class EnumerateAdapter(Adapter):
+    name, types = "builtins.enumerate", (enumerate,)
+
+    def parts(self, obj):
+        inner, count = obj.__reduce__()[1]
+        return [inner, count]
+
+    def build(self, vals):
+        inner, count = vals[1:]
+        if type(count) is not int:
+            raise ValueError("an enumerate record holds an int count")
+        return enumerate(iter_only(inner), count)
+
+
+class ZipAdapter(Adapter):
+    name, types = "builtins.zip", (zip,)
+
+    def parts(self, obj):
+        rv = obj.__reduce__()
+        return [bool(rv[2]) if len(rv) > 2 else False, *rv[1]]
+
+    def build(self, vals):
+        strict, *its = vals[1:]
+        if type(strict) is not bool:
+            raise ValueError("a zip record starts with its strict flag")
+        return zip(*map(iter_only, its), strict=strict)
+
+
+class MapAdapter(Adapter):
+    name, types = "builtins.map", (map,)
+
+    def parts(self, obj):
+        func, *its = obj.__reduce__()[1]
+        return [func, *its]
+
+    def build(self, vals):
+        func, *its = vals[1:]
+        if not callable(func) or not its:
+            raise ValueError("a map record holds a function and iterators")
+        return map(func, *map(iter_only, its))
+
+
+class FilterAdapter(Adapter):
+    name, types = "builtins.filter", (filter,)
+
+    def parts(self, obj):
+        func, it = obj.__reduce__()[1]
+        return [func, it]
+
+    def build(self, vals):
+        func, it = vals[1:]
+        if func is not None and not callable(func):
+            raise ValueError("a filter record holds a function or None")
+        return filter(func, iter_only(it))
+
+
+class DictViewAdapter(Adapter):
+    """``d.keys()``, ``d.values()``, ``d.items()``: [dict] -- the view of that dict."""
+
+    def __init__(self, name, cls, make):
+        self.name, self.types, self.make = name, (cls,), make
+
+    def parts(self, obj):
+        owners = [r for r in gc.get_referents(obj) if isinstance(r, dict)]
+        if len(owners) != 1:
+            raise LookupError(f"the dict behind this {type(obj).__name__} cannot be found")
+        return [owners[0]]
+
+    def build(self, vals):
+        (d,) = vals[1:]
+        if not isinstance(d, dict):
+            raise ValueError("a dict view record holds a dict")
+        return self.make(d)
+
+
+def iter_only(it):
+    """An iterator from a record; anything else is malformed (never iterate a
+    container the file claims is an iterator: that could be a dict of a million keys)."""
+    if not hasattr(type(it), "__next__"):
+        raise ValueError(f"expected an iterator, found {type(it).__name__}")
+    return it
+
+
+_SEQUENCES = [
+    ("builtins.list_iterator", (type(iter([])),), iter, []),
+    ("builtins.tuple_iterator", (type(iter(())),), iter, ()),
+    ("builtins.str_iterator", tuple({type(iter("")), type(iter("\u20ac"))}), iter, ""),
+    ("builtins.bytes_iterator", (type(iter(b"")),), iter, b""),
+    ("builtins.bytearray_iterator", (type(iter(bytearray())),), iter, bytearray()),
+    ("builtins.list_reverseiterator", (type(reversed([])),), reversed, []),
+    ("builtins.reversed", (reversed,), reversed, ()),
+]
+
+for _name, _types, _make, _empty in _SEQUENCES:
+    register_adapter(SequenceIteratorAdapter(_name, _types, _make, _empty))
+for _name, _cls, _make in (("builtins.dict_keys", type({}.keys()), dict.keys),
+                           ("builtins.dict_values", type({}.values()), dict.values),
+                           ("builtins.dict_items", type({}.items()), dict.items)):
+    register_adapter(DictViewAdapter(_name, _cls, _make))
+for _adapter in (RangeIteratorAdapter, DictIteratorAdapter, SetIteratorAdapter,
+                 EnumerateAdapter, ZipAdapter, MapAdapter, FilterAdapter):
+    register_adapter(_adapter())

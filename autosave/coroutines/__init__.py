@@ -1,0 +1,241 @@
+"""``@autosave.coroutine``: generators that can be saved while suspended.
+
+    @autosave.coroutine
+    def patrol(guard, points):
+        while True:
+            for p in points:
+                yield from guard.walk_to(p)
+
+The decorated function returns a state machine (``runtime.Coroutine``) that behaves
+like the generator would: ``next``, ``send``, ``throw``, ``close``, ``yield from``,
+return values, the same exceptions and ``finally`` blocks. ``autosave.dumps`` saves it
+where it is parked, by label, with its live locals; ``autosave.loads`` brings it back.
+
+Ahead of time (``autosave-codegen``)
+------------------------------------
+
+A shipped build needs neither the source nor the transform at run time. The generated
+module holds, for each coroutine function, the output of
+``transform.state_machine_source(func)``: a maker function and a call
+
+    register_precompiled(qualified_name, fingerprint, maker, spec)
+
+where ``qualified_name`` is ``f"{func.__module__}.{func.__qualname__}"``,
+``fingerprint`` is ``transform.fingerprint(func)`` (a hash of what the function compiles
+to, so an edited function never uses a stale machine), ``maker`` the generated maker
+function and ``spec`` the plain-data description (labels, live locals per label). The
+module must ``from autosave.coroutines import register_precompiled`` and be imported
+before the modules it covers (e.g. from the game package's ``__init__``): when
+``@autosave.coroutine`` later decorates a function whose name and fingerprint were
+registered, it uses that machine and never reads the source. If the fingerprint
+differs, the function is transformed from its source as in development, keeping the
+registered labels where the edit allows (see ``labels``). ``transform.module_source``
+writes a whole such module. Either way the functions, labels and saved bytes are the
+same.
+
+``use_labels({qualified_name: labels})`` gives the labels of a previous build (the
+manifest codegen writes) to the run-time transform of functions that have no
+precompiled machine.
+"""
+
+import types
+
+from ..adapters.base import ADAPTERS_BY_TYPE
+from ..errors import CoroutineError
+from . import labels as labels_mod
+from . import transform
+from .runtime import HELPERS, UNBOUND, Coroutine, Loading, DONE, NOT_STARTED
+
+__all__ = ["coroutine", "register_precompiled", "use_labels", "CoroutineSpec", "spec_of"]
+
+PRECOMPILED = {}     # qualified name -> (fingerprint, maker, spec data)
+LABELS = {}          # qualified name -> labels of a previous build
+SPECS = {}           # decorated function -> CoroutineSpec
+
+
+def register_precompiled(qualified_name, fingerprint, maker, spec):
+    """Called by a module ``autosave-codegen`` generated: the state machine of the
+    function ``qualified_name`` as it was when its code had ``fingerprint``."""
+    if not isinstance(spec, dict) or spec.get("version") != transform.SPEC_VERSION:
+        raise ValueError(f"the state machine registered for {qualified_name} was generated "
+                         f"by another autosave version; run autosave-codegen again")
+    PRECOMPILED[qualified_name] = (fingerprint, maker, spec)
+
+
+def use_labels(mapping):
+    """Labels of a previous build, ``{qualified_name: {label: info}}``, kept by the
+    run-time transform wherever the code still has those resume points."""
+    for qualified_name, labels in mapping.items():
+        LABELS[qualified_name] = dict(labels)
+
+
+def spec_of(func):
+    """The CoroutineSpec of a decorated function (or its bound method), else None."""
+    return SPECS.get(getattr(func, "__func__", func))
+
+
+class FunctionRef:
+    """Stands for a coroutine function in a save: written as the function's global
+    name (an ``autosave.global`` record), so loading resolves it through the trust
+    rules of every other name."""
+    def __init__(self, module, qualname):
+        self.__module__, self.__qualname__ = module, qualname
+
+
+class CoroutineSpec:
+    """Everything the runtime and the save adapter know about one coroutine function."""
+
+    def __init__(self, function, factory, cls, placeholder, data):
+        self.function, self.factory, self.cls, self.placeholder = function, factory, cls, placeholder
+        self.data = data
+        self.name = data["name"]
+        self.qualname = data["qualname"]
+        self.qualified_name = f"{data['module']}.{data['qualname']}"
+        self.ref = FunctionRef(data["module"], data["qualname"])
+        self.frame = tuple(attr for _, attr in data["frame"])
+        cells = set(data["cells"])
+        params = data["params"]
+        points = data["points"]
+        self.labels = {NOT_STARTED: labels_mod.START, DONE: labels_mod.DONE}
+        self.state_of = {labels_mod.START: NOT_STARTED, labels_mod.DONE: DONE}
+        start = sorted([(p, "v_" + p, False) for p in params]
+                       + [(c, "v_" + c, False) for c in cells if c not in params])
+        self.saved = {NOT_STARTED: tuple((n, a) for n, a, _ in start), DONE: ()}
+        # saved name -> (frame attribute, required, holds a cell), per state
+        self.slots = {NOT_STARTED: {n: (a, True, n in cells) for n, a, _ in start}, DONE: {}}
+        self.delegates = {}
+        finalizing = set()
+        for k, p in enumerate(points, 1):
+            self.labels[k] = p["label"]
+            self.state_of[p["label"]] = k
+            self.saved[k] = tuple((n, a) for n, a, _ in p["live"])
+            self.slots[k] = {n: (a, not guarded, n in cells) for n, a, guarded in p["live"]}
+            self.delegates[k] = p["delegate"]
+            if p["finalize"]:
+                finalizing.add(k)
+        self.finalizing = frozenset(finalizing)
+
+    def label_of(self, state):
+        return self.labels.get(state, "<running>")
+
+    def __repr__(self):
+        return f"<CoroutineSpec {self.qualified_name}>"
+
+
+def _rename(code, old_prefix, new_qualname, name=None):
+    """Give generated code the user's names (tracebacks, error messages, and finding
+    closures made inside the coroutine again when a save holds them)."""
+    consts = tuple(_rename(c, old_prefix, new_qualname) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    qual = code.co_qualname
+    if qual == old_prefix:
+        qual = new_qualname
+    elif qual.startswith(old_prefix + "."):
+        qual = new_qualname + qual[len(old_prefix):]
+    changes = {"co_consts": consts, "co_qualname": qual}
+    if name is not None:
+        changes["co_name"] = name
+    return code.replace(**changes)
+
+
+def instantiate(func, maker, data):
+    """The decorated function (the factory making state machines) for ``func``."""
+    prefix = data["prefix"]
+    maker_name = data["maker"]
+    step_code = factory_code = None
+    for c in maker.__code__.co_consts:
+        if isinstance(c, types.CodeType):
+            if c.co_name == prefix + "step":
+                step_code = c
+            elif c.co_name == prefix + "factory":
+                factory_code = c
+    if step_code is None or factory_code is None:
+        raise CoroutineError("the registered state machine is malformed; run "
+                             "autosave-codegen again", function=func.__qualname__)
+    cells = {f"{prefix}h_{k}": types.CellType(v) for k, v in HELPERS.items()}
+    cls_cell = cells[f"{prefix}h_cls"] = types.CellType()
+    user = dict(zip(func.__code__.co_freevars, func.__closure__ or ()))
+
+    def closure(code):
+        out = []
+        for n in code.co_freevars:
+            cell = user.get(n) or cells.get(n)
+            if cell is None:
+                raise CoroutineError(f"the state machine needs {n!r}, which the function "
+                                     f"does not close over; run autosave-codegen again",
+                                     function=func.__qualname__)
+            out.append(cell)
+        return tuple(out)
+
+    step_code = _rename(step_code, f"{maker_name}.<locals>.{prefix}step", func.__qualname__,
+                        func.__name__)
+    factory_code = _rename(factory_code, f"{maker_name}.<locals>.{prefix}factory",
+                           func.__qualname__, func.__name__)
+    factory_code = factory_code.replace(co_consts=factory_code.co_consts + (step_code,))
+    step = types.FunctionType(step_code, func.__globals__, func.__name__, (None, None),
+                              closure(step_code))
+    factory = types.FunctionType(factory_code, func.__globals__, func.__name__,
+                                 func.__defaults__, closure(factory_code))
+    factory.__kwdefaults__ = func.__kwdefaults__
+    factory.__qualname__ = func.__qualname__
+    factory.__module__ = func.__module__
+    factory.__doc__ = func.__doc__
+    factory.__annotations__ = dict(getattr(func, "__annotations__", {}))
+    factory.__dict__.update(func.__dict__)
+    factory.__wrapped__ = func
+    step.__qualname__ = func.__qualname__
+    step.__module__ = func.__module__
+
+    namespace = {"__slots__": (), "__next__": step, "send": step, "_step": step,
+                 "__name__": func.__name__, "__module__": func.__module__,
+                 "__doc__": func.__doc__}
+    spec_holder = {}
+    cls = type(func.__name__, (Coroutine,), namespace)
+    cls.__qualname__ = func.__qualname__
+    placeholder = type(func.__name__, (Loading,), {"__slots__": (), "_real": cls,
+                                                   "__module__": func.__module__})
+    placeholder.__qualname__ = func.__qualname__
+    spec = CoroutineSpec(func, factory, cls, placeholder, data)
+    cls._spec = placeholder._spec = spec
+    cls._finalizing = spec.finalizing
+    if spec.finalizing:
+        cls.__del__ = Coroutine._close_when_collected
+    cls_cell.cell_contents = cls
+    factory.__autosave_coroutine__ = spec
+    SPECS[factory] = spec
+    from .adapter import COROUTINE
+    ADAPTERS_BY_TYPE[cls] = COROUTINE
+    del spec_holder
+    return factory
+
+
+def build(func):
+    """The maker and spec data for ``func``: precompiled when registered with this
+    function's fingerprint, else made now from its source."""
+    qualified = f"{func.__module__}.{func.__qualname__}"
+    fp = transform.fingerprint(func)
+    registered = PRECOMPILED.get(qualified)
+    if registered is not None and registered[0] == fp:
+        return registered[1], registered[2]
+    previous = LABELS.get(qualified)
+    if previous is None and registered is not None:
+        previous = registered[2].get("labels")
+    module, data = transform.transform(func, previous)
+    try:
+        code = compile(module, func.__code__.co_filename, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        raise CoroutineError(f"the state machine does not compile: {e.msg}",
+                             func.__code__.co_filename, e.lineno, func.__qualname__) from None
+    namespace = {"register_precompiled": lambda *args: None}
+    exec(code, namespace)
+    return namespace[data["maker"]], data
+
+
+def coroutine(func):
+    """Make a generator function's generators resumable and saveable."""
+    if isinstance(func, (staticmethod, classmethod)):
+        return type(func)(coroutine(func.__func__))
+    if func in SPECS:
+        return func
+    maker, data = build(func)
+    return instantiate(func, maker, data)
