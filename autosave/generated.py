@@ -15,6 +15,7 @@ turns generated code off everywhere.
 
 import importlib
 import importlib.util
+import json
 import os
 import sys
 import warnings
@@ -24,6 +25,8 @@ from .registry import REGISTRY
 from .schema import schema_of
 
 MODULE = "_autosave_generated"
+COROUTINES = "_autosave_coroutines"     # state machines: imports nothing of the game
+MANIFEST = "autosave_manifest.json"
 
 
 class StaleGeneratedCodeWarning(UserWarning):
@@ -141,5 +144,54 @@ class GeneratedCode:
         return self.load.get(cls)
 
 
+class PrecompiledCoroutines:
+    """State machines written ahead of time, found when ``@autosave.coroutine`` runs.
+
+    The decorator runs while the game's modules import, so their package is only
+    partly initialised: the module it looks in (``_autosave_coroutines``) imports
+    nothing of the game, only ``autosave``. The package's manifest gives the labels of
+    the last build to functions transformed at run time (development, or a function
+    edited since), so their resume points keep their names.
+    """
+
+    def __init__(self):
+        self.probed = set()
+
+    def prepare(self, module_name):
+        if not enabled() or not isinstance(module_name, str):
+            return
+        parts = module_name.split(".")
+        for i in range(1, len(parts) + 1):
+            package = ".".join(parts[:i])
+            if package in self.probed:
+                continue
+            self.probed.add(package)
+            self.load_labels(package)
+            name = f"{package}.{COROUTINES}"
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                continue
+            if spec is not None:
+                try:
+                    importlib.import_module(name)
+                except Exception as e:
+                    GENERATED.stale_module(name, package, e)
+
+    def load_labels(self, package):
+        module = sys.modules.get(package)
+        for directory in getattr(module, "__path__", None) or ():
+            path = os.path.join(directory, MANIFEST)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    manifest = json.load(f)
+            except (OSError, ValueError):
+                continue
+            from .coroutines import use_labels
+            use_labels({name: entry["labels"] for name, entry in
+                        (manifest.get("coroutines") or {}).items() if "labels" in entry})
+
+
 GENERATED = GeneratedCode()
+PRECOMPILED_COROUTINES = PrecompiledCoroutines()
 register = GENERATED.register

@@ -103,3 +103,12 @@ def _is_user_class(cls):
     """A class worth following: not a builtin scalar or container, not typing machinery."""
     return (isinstance(cls, type) and cls.__module__ not in ("builtins", "typing", "types")
             and not issubclass(cls, type) and cls is not types.NoneType)
+
+
+def coroutine_functions(packages):
+    """The ``@autosave.coroutine`` functions defined in ``packages`` (already imported
+    by ``collect``), sorted by qualified name."""
+    from autosave.coroutines import SPECS
+    funcs = {spec.qualified_name: spec.function for spec in SPECS.values()
+             if inside(spec.function.__module__, packages)}
+    return [funcs[name] for name in sorted(funcs)]

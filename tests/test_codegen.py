@@ -49,6 +49,9 @@ def reflective_bytes(root):
 def test_committed_generated_code_is_current(package, where):
     for path, text in codegen.outputs([package], None).items():
         assert path.parent == where / package
+        if text is None:                 # no coroutines: no state-machine module
+            assert not path.exists()
+            continue
         assert path.read_text(encoding="utf-8") == text, \
             f"{path} is stale: run autosave-codegen {package} in {where.name}/"
 
@@ -56,7 +59,7 @@ def test_committed_generated_code_is_current(package, where):
 def test_output_is_deterministic_and_names_how_to_regenerate():
     first, second = codegen.outputs(["game"], None), codegen.outputs(["game"], None)
     assert first == second
-    module = next(text for path, text in first.items() if path.suffix == ".py")
+    module = next(text for path, text in first.items() if path.name == "_autosave_generated.py")
     assert "autosave-codegen game" in module and "autosave-codegen --check game" in module
     assert "/work" not in module and str(ROOT) not in module      # no machine paths
 
@@ -74,6 +77,7 @@ def test_annotations_lead_to_every_class_the_level_saves():
 def test_manifest_describes_fields_types_defaults_and_fingerprints():
     files = codegen.outputs(["game"], None)
     manifest = json.loads(next(t for p, t in files.items() if p.suffix == ".json"))
+    assert "coroutines" not in manifest      # the demo has none
     assert manifest["autosave_manifest"] == 1
     npc = manifest["classes"]["game.model.NPC"]
     fields = {f["name"]: f for f in npc["fields"]}
@@ -310,3 +314,108 @@ def test_compiled_generated_module_gives_the_same_bytes(tmp_path):
     assert run(tmp_path, [pkg]).returncode == 0
     probe = run(tmp_path, [], code=code)
     assert "compiled: False" in probe.stdout, probe.stderr
+
+
+# -- coroutine state machines ahead of time ------------------------------------------------
+
+PATROL_V1 = '''
+import autosave
+
+@autosave.save_root
+class Guard:
+    def __init__(self):
+        self.steps = 0
+        self.brain = None
+
+@autosave.coroutine
+def patrol(guard, points):
+    for p in points:
+        guard.steps += 1
+        got = yield p
+        if got == "rest":
+            yield "resting"
+    return guard.steps
+'''
+# An edit that touches the resume points a little: a statement added, one yield's text
+# changed. The manifest of the last build keeps their labels.
+PATROL_V2 = PATROL_V1.replace('        guard.steps += 1\n',
+                              '        guard.steps += 1\n        guard.steps += 0\n').replace(
+    'yield "resting"', 'yield "resting!"')
+
+SAVE_PATROL = '''
+import sys, autosave
+import {pkg}.model as m
+g = m.Guard(); g.brain = m.patrol(g, ["a", "b", "c"])
+print(next(g.brain), g.brain.send("rest"))
+data = autosave.dumps(g)
+assert autosave.dumps(g) == data
+open(sys.argv[1] if len(sys.argv) > 1 else "save.bin", "wb").write(data)
+print("precompiled:", "{pkg}._autosave_coroutines" in sys.modules)
+print(data.hex())
+'''
+LOAD_PATROL = '''
+import autosave
+import {pkg}.model
+g = autosave.loads(open("save.bin", "rb").read())
+print([next(g.brain), next(g.brain)])
+try:
+    next(g.brain)
+except StopIteration as e:
+    print("returned", e.value)
+'''
+
+
+def test_coroutines_are_generated_ahead_of_time_and_run_without_source(tmp_path):
+    pkg = make_package(tmp_path, PATROL_V1)
+    made = run(tmp_path, [pkg])
+    assert made.returncode == 0, made.stderr
+    machines = tmp_path / pkg / "_autosave_coroutines.py"
+    assert machines.exists() and f"# -- {pkg}.model.patrol" in machines.read_text()
+    manifest = json.loads((tmp_path / pkg / "autosave_manifest.json").read_text())
+    assert f"{pkg}.model.patrol" in manifest["coroutines"]
+    assert run(tmp_path, ["--check", pkg]).returncode == 0
+
+    transformed = run(tmp_path, [], env={"AUTOSAVE_CODEGEN": "0"}, code=SAVE_PATROL.format(pkg=pkg))
+    assert transformed.returncode == 0, transformed.stderr
+    assert "precompiled: False" in transformed.stdout
+
+    # A shipped build: bytecode only, so the decorator cannot read the source.
+    import py_compile
+    source = tmp_path / pkg / "model.py"
+    py_compile.compile(str(source), cfile=str(tmp_path / pkg / "model.pyc"), doraise=True)
+    source.unlink()
+    shipped = run(tmp_path, [], code=SAVE_PATROL.format(pkg=pkg))
+    assert shipped.returncode == 0, shipped.stderr
+    assert "precompiled: True" in shipped.stdout
+    # same saved bytes either way
+    assert shipped.stdout.split()[-1] == transformed.stdout.split()[-1]
+    loaded = run(tmp_path, [], code=LOAD_PATROL.format(pkg=pkg))
+    assert loaded.returncode == 0, loaded.stderr
+    assert "['b', 'c']" in loaded.stdout and "returned 3" in loaded.stdout
+
+
+def test_manifest_labels_keep_an_old_save_loading_after_an_edit(tmp_path):
+    pkg = make_package(tmp_path, PATROL_V1)
+    assert run(tmp_path, [pkg]).returncode == 0
+    saved = run(tmp_path, [], code=SAVE_PATROL.format(pkg=pkg))    # parked at "resting"
+    assert saved.returncode == 0, saved.stderr
+    (tmp_path / pkg / "model.py").write_text(textwrap.dedent(PATROL_V2))
+
+    kept = run(tmp_path, [], code=LOAD_PATROL.format(pkg=pkg))
+    assert kept.returncode == 0, kept.stderr
+    assert "['b', 'c']" in kept.stdout
+
+    (tmp_path / pkg / "autosave_manifest.json").unlink()             # labels forgotten
+    (tmp_path / pkg / "_autosave_coroutines.py").unlink()
+    lost = run(tmp_path, [], code=LOAD_PATROL.format(pkg=pkg))
+    assert lost.returncode != 0
+    assert "IncompatibleSaveError" in lost.stderr and "patrol" in lost.stderr
+
+    # regenerating after the edit keeps the old labels in the new manifest
+    (tmp_path / pkg / "model.py").write_text(textwrap.dedent(PATROL_V1))
+    assert run(tmp_path, [pkg]).returncode == 0
+    v1_labels = json.loads((tmp_path / pkg / "autosave_manifest.json").read_text())["coroutines"]
+    (tmp_path / pkg / "model.py").write_text(textwrap.dedent(PATROL_V2))
+    assert run(tmp_path, [pkg]).returncode == 0
+    v2_labels = json.loads((tmp_path / pkg / "autosave_manifest.json").read_text())["coroutines"]
+    assert set(v1_labels[f"{pkg}.model.patrol"]["labels"]) == set(v2_labels[f"{pkg}.model.patrol"]["labels"])

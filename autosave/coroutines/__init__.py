@@ -14,9 +14,10 @@ where it is parked, by label, with its live locals; ``autosave.loads`` brings it
 Ahead of time (``autosave-codegen``)
 ------------------------------------
 
-A shipped build needs neither the source nor the transform at run time. The generated
-module holds, for each coroutine function, the output of
-``transform.state_machine_source(func)``: a maker function and a call
+A shipped build needs neither the source nor the transform at run time.
+``autosave-codegen`` writes ``PACKAGE/_autosave_coroutines.py``: for each coroutine
+function, the output of ``transform.state_machine_source(func)``, a maker function and
+a call
 
     register_precompiled(qualified_name, fingerprint, maker, spec)
 
@@ -24,14 +25,14 @@ where ``qualified_name`` is ``f"{func.__module__}.{func.__qualname__}"``,
 ``fingerprint`` is ``transform.fingerprint(func)`` (a hash of what the function compiles
 to, so an edited function never uses a stale machine), ``maker`` the generated maker
 function and ``spec`` the plain-data description (labels, live locals per label). The
-module must ``from autosave.coroutines import register_precompiled`` and be imported
-before the modules it covers (e.g. from the game package's ``__init__``): when
-``@autosave.coroutine`` later decorates a function whose name and fingerprint were
-registered, it uses that machine and never reads the source. If the fingerprint
-differs, the function is transformed from its source as in development, keeping the
-registered labels where the edit allows (see ``labels``). ``transform.module_source``
-writes a whole such module. Either way the functions, labels and saved bytes are the
-same.
+module imports nothing of the game, so the decorator imports it itself, while the
+game's package is still importing (``generated.PrecompiledCoroutines``): when a
+function's name and fingerprint were registered, it uses that machine and never reads
+the source. If the fingerprint differs, the function is transformed from its source as
+in development, keeping the labels of the last build (from the package's
+``autosave_manifest.json``) where the edit allows (see ``labels``). Either way the
+functions, labels and saved bytes are the same. ``AUTOSAVE_CODEGEN=0`` ignores the
+precompiled machines.
 
 ``use_labels({qualified_name: labels})`` gives the labels of a previous build (the
 manifest codegen writes) to the run-time transform of functions that have no
@@ -42,6 +43,7 @@ import types
 
 from ..adapters.base import ADAPTERS_BY_TYPE
 from ..errors import CoroutineError
+from ..generated import PRECOMPILED_COROUTINES, enabled as generated_enabled
 from . import labels as labels_mod
 from . import transform
 from .runtime import HELPERS, UNBOUND, Coroutine, Loading, DONE, NOT_STARTED
@@ -213,8 +215,9 @@ def build(func):
     """The maker and spec data for ``func``: precompiled when registered with this
     function's fingerprint, else made now from its source."""
     qualified = f"{func.__module__}.{func.__qualname__}"
+    PRECOMPILED_COROUTINES.prepare(func.__module__)
     fp = transform.fingerprint(func)
-    registered = PRECOMPILED.get(qualified)
+    registered = PRECOMPILED.get(qualified) if generated_enabled() else None
     if registered is not None and registered[0] == fp:
         return registered[1], registered[2]
     previous = LABELS.get(qualified)
