@@ -675,6 +675,9 @@ class Transform:
         for n in own_nodes(node):
             if isinstance(n, ast.Name) and n.id in track and isinstance(n.ctx, (ast.Load, ast.Del)):
                 out.add(n.id)
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) \
+                    and n.target.id in track:
+                out.add(n.target.id)        # x += 1 reads x
         return out
 
     def kills(self, s):
@@ -739,6 +742,23 @@ class Transform:
         for p in self.points[1:]:
             if isinstance(p.node, ast.YieldFrom):
                 p.delegate = self.new_hidden(f"from@{p.label}")
+        self.write_through = (set(self.iter_of.values()) | set(self.mgr_of.values())
+                              | set(self.handler_exc.values()) | set(self.pending_of.values())
+                              | {p.delegate for p in self.points[1:] if p.delegate})
+        assigned = set()
+        for n in ast.walk(ast.Module(body=self.body, type_ignores=[])):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                assigned.add(n.id)
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                assigned.add(n.target.id)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                assigned.add(n.name)
+            elif isinstance(n, ast.alias):
+                assigned.add(n.asname or n.name.split(".")[0])
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                assigned.add(n.name)
+        # parameters the body never rebinds: the frame always holds their value
+        self.constant_params = set(self.params) - assigned
         self.track = self.tracked()
         for _ in range(50):
             before = [set(p.live) for p in self.points[1:]]
@@ -772,7 +792,8 @@ class Transform:
                 after.add(p.delegate)
             p.live |= after
             v = s.value.value
-            return (self.uses(v) if v is not None else set()) | p.live
+            before = set(p.live) - ({p.delegate} if p.delegate else set())
+            return (self.uses(v) if v is not None else set()) | before
         if isinstance(s, ast.If):
             return (self.uses(s.test) | self.live_block(s.body, out, ctx)
                     | self.live_block(s.orelse, out, ctx) | ctx.exc)
@@ -1855,10 +1876,16 @@ class Lower:
             return self.lower_try(s)
         raise self.t.error(s, f"internal error: cannot lower {type(s).__name__}")
 
+    def store(self, fast):
+        """Write a hidden local through to the frame where it is assigned: it is only
+        read afterwards (its object changes, not the binding), so yields need not."""
+        t = self.t
+        return assign(attr(t.self_, t.frame_attr(fast), store=True), name(fast))
+
     def spill(self, p):
         t = self.t
         out = []
-        for v in sorted(p.live):
+        for v in sorted(p.live - t.write_through - t.constant_params):
             target = attr(t.self_, t.frame_attr(v), store=True)
             if v in p.guarded:
                 out.append(ast.Try(body=[assign(target, name(v))], handlers=[
@@ -1913,7 +1940,7 @@ class Lower:
                 out.append(ast.Assign(targets=targets, value=name(t.val)))
             return out
         d = p.delegate
-        start = [assign(d, call(self.h("iter"), node.value)),
+        start = [assign(d, call(self.h("iter"), node.value)), self.store(d),
                  assign(t.yv, call(self.h("yf_step"), name(d), const(None), const(None)))]
         again = [assign(self.st, const(0))] + self.load(p) + [
             assign(t.yv, call(self.h("yf_step"), name(d), name(t.val), name(t.exc)))]
@@ -1955,7 +1982,7 @@ class Lower:
         t = self.t
         it = t.iter_of[id(s)]
         rb, ro = t.block_range(s.body), t.block_range(s.orelse)
-        out = [if_(self.st_is_zero(), [assign(it, call(self.h("iter"), s.iter))])]
+        out = [if_(self.st_is_zero(), [assign(it, call(self.h("iter"), s.iter)), self.store(it)])]
         self.stack.append(("loop",))
         body = self.block(s.body, rb[1] if rb else 0)
         self.stack.pop()
@@ -1991,7 +2018,7 @@ class Lower:
         P = t.P
         hit = t.fresh("hit")
         enter = call(self.h("enter"), name(m))
-        setup = [assign(m, item.context_expr)]
+        setup = [assign(m, item.context_expr), self.store(m)]
         if item.optional_vars is not None:
             setup.append(ast.Assign(targets=[item.optional_vars], value=enter))
         else:
@@ -2096,10 +2123,10 @@ class Lower:
                     assign(attr(hx, "__context__", store=True), name(P + "cx"))])]
                 if h.name:
                     hname = h.name
-                    hbody = [assign(hx, name(hname))] + restore + hbody
+                    hbody = [assign(hx, name(hname)), self.store(hx)] + restore + hbody
                 else:
                     hname = hx
-                    hbody = restore + hbody
+                    hbody = [self.store(hx)] + restore + hbody
             else:
                 hname = h.name
             handler = ast.ExceptHandler(type=typ if (h.type is not None or resumable_handlers
@@ -2137,10 +2164,11 @@ class Lower:
         catch = ast.Try(body=inner_body, handlers=[
             ast.ExceptHandler(type=name(self.h("Jump")), name=j,
                               body=[assign(pend, ast.Subscript(value=attr(j, "args"),
-                                                               slice=const(0), ctx=ast.Load()))]),
+                                                               slice=const(0), ctx=ast.Load())),
+                                    self.store(pend)]),
             ast.ExceptHandler(type=name(self.h("BaseException")), name=x,
-                              body=[assign(pend, name(x))])],
-            orelse=[assign(pend, const(None))], finalbody=[])
+                              body=[assign(pend, name(x)), self.store(pend)])],
+            orelse=[assign(pend, const(None)), self.store(pend)], finalbody=[])
         if hi_inner:
             guard = ast.BoolOp(op=ast.Or(), values=[
                 self.st_is_zero(), compare(name(self.st), ast.LtE(), const(hi_inner))])
