@@ -353,8 +353,11 @@ class Transform:
             Mangler(self.class_name).visit(fn)
         self.scopes(fn)
         body = self.rewrite_names(fn)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:] or [ast.copy_location(ast.Pass(), body[0])]    # the docstring
         self.stmt_keys = {}
-        body = Desugar(self).block(body, self.function_key)
+        body = Desugar(self).block(body)
         self.body = body
         self.number(body)
         self.liveness()
@@ -477,7 +480,6 @@ class Transform:
                 visit_block(block, ctx + (kind,))
 
         visit_block(body, ())
-        self.function_key = "f"
         self.orig_keys = keys
         self.yield_info = {id(y): info for y, info in points}
         infos = [info for _, info in points]
@@ -569,8 +571,6 @@ class Transform:
                 for n in own_nodes(b):
                     if n is not b and isinstance(n, (*SCOPES, *COMPREHENSIONS)):
                         out.append(n)
-                    elif n is b and isinstance(n, COMPREHENSIONS):
-                        pass
             return out
 
         def free(scope):
@@ -1003,7 +1003,6 @@ class Transform:
         frame = []
         seen = set()
         for p in self.params:
-            fast = self.cell_of.get(p, p) if p in self.captured else p
             frame.append([p, "v_" + p])
             seen.add(p)
         for n in sorted((self.locals - seen) | set(self.captured) - seen):
@@ -1289,11 +1288,8 @@ class Desugar:
     def __init__(self, t):
         self.t = t
 
-    def block(self, stmts, parent_key):
-        out = []
-        for s in stmts:
-            out.extend(self.stmt(s))
-        return out
+    def block(self, stmts):
+        return [m for s in stmts for m in self.stmt(s)]
 
     def key(self, s):
         return self.t.orig_keys.get(id(s), "x")
@@ -1381,29 +1377,29 @@ class Desugar:
             out = [if_(name("__debug__"), pre + [if_(not_(test), fail)])]
         elif isinstance(s, ast.If):
             pre, test = ex.expr(s.test) if has_yield(s.test) else ([], s.test)
-            new = ast.If(test=test, body=self.block(s.body, key), orelse=self.block(s.orelse, key))
+            new = ast.If(test=test, body=self.block(s.body), orelse=self.block(s.orelse))
             out = pre + [new]
         elif isinstance(s, ast.While):
             if has_yield(s.test):
                 pre, test = ex.expr(s.test)
-                body = self.block(s.body, key)
+                body = self.block(s.body)
                 if s.orelse:
                     flag = temp()
                     loop = ast.While(test=const(True), body=pre + [
                         if_(not_(test), [assign(flag, const(True)), ast.Break()])] + body,
                         orelse=[])
                     out = [assign(flag, const(False)), loop,
-                           if_(name(flag), self.block(s.orelse, key))]
+                           if_(name(flag), self.block(s.orelse))]
                 else:
                     out = [ast.While(test=const(True), body=pre + [
                         if_(not_(test), [ast.Break()])] + body, orelse=[])]
             else:
-                out = [ast.While(test=s.test, body=self.block(s.body, key),
-                                 orelse=self.block(s.orelse, key))]
+                out = [ast.While(test=s.test, body=self.block(s.body),
+                                 orelse=self.block(s.orelse))]
         elif isinstance(s, ast.For):
             pre, it = ex.expr(s.iter) if has_yield(s.iter) else ([], s.iter)
-            new = ast.For(target=s.target, iter=it, body=self.block(s.body, key),
-                          orelse=self.block(s.orelse, key), type_comment=None)
+            new = ast.For(target=s.target, iter=it, body=self.block(s.body),
+                          orelse=self.block(s.orelse), type_comment=None)
             t.stmt_keys[id(new)] = key
             out = pre + [new]
         elif isinstance(s, ast.With):
@@ -1419,16 +1415,16 @@ class Desugar:
                     items.append(ast.withitem(context_expr=e, optional_vars=item.optional_vars))
                 else:
                     items.append(item)
-            new = ast.With(items=items, body=self.block(s.body, key), type_comment=None)
+            new = ast.With(items=items, body=self.block(s.body), type_comment=None)
             t.stmt_keys[id(new)] = key
             out = pre + [new]
         elif isinstance(s, ast.Try):
-            new = ast.Try(body=self.block(s.body, key),
+            new = ast.Try(body=self.block(s.body),
                           handlers=[ast.ExceptHandler(type=h.type, name=h.name,
-                                                      body=self.block(h.body, key))
+                                                      body=self.block(h.body))
                                     for h in s.handlers],
-                          orelse=self.block(s.orelse, key),
-                          finalbody=self.block(s.finalbody, key))
+                          orelse=self.block(s.orelse),
+                          finalbody=self.block(s.finalbody))
             for h_new, h in zip(new.handlers, s.handlers):
                 ast.copy_location(h_new, h)
             t.stmt_keys[id(new)] = key
@@ -1743,7 +1739,6 @@ class Lower:
         params = set(t.params)
         spec_frame = t.spec_data("")["frame"]
         for saved, attr_ in spec_frame:
-            fast = None
             if saved in params:
                 value = name(saved)
                 if saved in t.captured:
@@ -2129,11 +2124,9 @@ class Lower:
                     hbody = [self.store(hx)] + restore + hbody
             else:
                 hname = h.name
-            handler = ast.ExceptHandler(type=typ if (h.type is not None or resumable_handlers
-                                                     or self.in_lfin()) else None,
-                                        name=hname, body=hbody)
-            if h.type is None and not resumable_handlers and not self.in_lfin():
-                handler.type = None
+            if h.type is None and not resumable_handlers:
+                typ = None           # a bare except stays bare
+            handler = ast.ExceptHandler(type=typ, name=hname, body=hbody)
             ast.copy_location(handler, h)
             handlers.append(handler)
         orelse = self.block(s.orelse, re_[1] if re_ else 0) if s.orelse else []
