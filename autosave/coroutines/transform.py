@@ -2113,8 +2113,11 @@ class Lower:
             if hr:
                 hx = t.handler_exc[(id(owner), i)]
                 P = t.P
+                # entered again by raising it: put back its traceback (a loaded one has
+                # none: keep the frame it was raised again in) and its context
                 restore = [if_(name(self.st), [
-                    assign(attr(hx, "__traceback__", store=True), name(P + "tb")),
+                    if_(compare(name(P + "tb"), ast.IsNot(), const(None)), [
+                        assign(attr(hx, "__traceback__", store=True), name(P + "tb"))]),
                     assign(attr(hx, "__context__", store=True), name(P + "cx"))])]
                 if h.name:
                     hname = h.name
