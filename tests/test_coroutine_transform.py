@@ -192,6 +192,19 @@ def test_yields_inside_expressions_keep_evaluation_order():
     assert log == [1, 2, 0, "x", "y"]
 
 
+def test_augmented_assignments_read_their_local_across_yields():
+    m = build('''
+        @autosave.coroutine
+        def laps(n):
+            count = 0
+            while count < n:
+                yield count
+                count += 1
+            return count
+    ''')
+    assert list(m.laps(3)) == [0, 1, 2]
+
+
 def test_closures_see_later_assignments_across_yields():
     m = build('''
         @autosave.coroutine

@@ -191,7 +191,6 @@ def instantiate(func, maker, data):
     namespace = {"__slots__": (), "__next__": step, "send": step, "_step": step,
                  "__name__": func.__name__, "__module__": func.__module__,
                  "__doc__": func.__doc__}
-    spec_holder = {}
     cls = type(func.__name__, (Coroutine,), namespace)
     cls.__qualname__ = func.__qualname__
     placeholder = type(func.__name__, (Loading,), {"__slots__": (), "_real": cls,
@@ -207,7 +206,6 @@ def instantiate(func, maker, data):
     SPECS[factory] = spec
     from .adapter import COROUTINE
     ADAPTERS_BY_TYPE[cls] = COROUTINE
-    del spec_holder
     return factory
 
 

@@ -353,8 +353,11 @@ class Transform:
             Mangler(self.class_name).visit(fn)
         self.scopes(fn)
         body = self.rewrite_names(fn)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:] or [ast.copy_location(ast.Pass(), body[0])]    # the docstring
         self.stmt_keys = {}
-        body = Desugar(self).block(body, self.function_key)
+        body = Desugar(self).block(body)
         self.body = body
         self.number(body)
         self.liveness()
@@ -477,7 +480,6 @@ class Transform:
                 visit_block(block, ctx + (kind,))
 
         visit_block(body, ())
-        self.function_key = "f"
         self.orig_keys = keys
         self.yield_info = {id(y): info for y, info in points}
         infos = [info for _, info in points]
@@ -569,8 +571,6 @@ class Transform:
                 for n in own_nodes(b):
                     if n is not b and isinstance(n, (*SCOPES, *COMPREHENSIONS)):
                         out.append(n)
-                    elif n is b and isinstance(n, COMPREHENSIONS):
-                        pass
             return out
 
         def free(scope):
@@ -675,6 +675,9 @@ class Transform:
         for n in own_nodes(node):
             if isinstance(n, ast.Name) and n.id in track and isinstance(n.ctx, (ast.Load, ast.Del)):
                 out.add(n.id)
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) \
+                    and n.target.id in track:
+                out.add(n.target.id)        # x += 1 reads x
         return out
 
     def kills(self, s):
@@ -739,6 +742,23 @@ class Transform:
         for p in self.points[1:]:
             if isinstance(p.node, ast.YieldFrom):
                 p.delegate = self.new_hidden(f"from@{p.label}")
+        self.write_through = (set(self.iter_of.values()) | set(self.mgr_of.values())
+                              | set(self.handler_exc.values()) | set(self.pending_of.values())
+                              | {p.delegate for p in self.points[1:] if p.delegate})
+        assigned = set()
+        for n in ast.walk(ast.Module(body=self.body, type_ignores=[])):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                assigned.add(n.id)
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                assigned.add(n.target.id)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                assigned.add(n.name)
+            elif isinstance(n, ast.alias):
+                assigned.add(n.asname or n.name.split(".")[0])
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                assigned.add(n.name)
+        # parameters the body never rebinds: the frame always holds their value
+        self.constant_params = set(self.params) - assigned
         self.track = self.tracked()
         for _ in range(50):
             before = [set(p.live) for p in self.points[1:]]
@@ -772,7 +792,8 @@ class Transform:
                 after.add(p.delegate)
             p.live |= after
             v = s.value.value
-            return (self.uses(v) if v is not None else set()) | p.live
+            before = set(p.live) - ({p.delegate} if p.delegate else set())
+            return (self.uses(v) if v is not None else set()) | before
         if isinstance(s, ast.If):
             return (self.uses(s.test) | self.live_block(s.body, out, ctx)
                     | self.live_block(s.orelse, out, ctx) | ctx.exc)
@@ -982,7 +1003,6 @@ class Transform:
         frame = []
         seen = set()
         for p in self.params:
-            fast = self.cell_of.get(p, p) if p in self.captured else p
             frame.append([p, "v_" + p])
             seen.add(p)
         for n in sorted((self.locals - seen) | set(self.captured) - seen):
@@ -1268,11 +1288,8 @@ class Desugar:
     def __init__(self, t):
         self.t = t
 
-    def block(self, stmts, parent_key):
-        out = []
-        for s in stmts:
-            out.extend(self.stmt(s))
-        return out
+    def block(self, stmts):
+        return [m for s in stmts for m in self.stmt(s)]
 
     def key(self, s):
         return self.t.orig_keys.get(id(s), "x")
@@ -1360,29 +1377,29 @@ class Desugar:
             out = [if_(name("__debug__"), pre + [if_(not_(test), fail)])]
         elif isinstance(s, ast.If):
             pre, test = ex.expr(s.test) if has_yield(s.test) else ([], s.test)
-            new = ast.If(test=test, body=self.block(s.body, key), orelse=self.block(s.orelse, key))
+            new = ast.If(test=test, body=self.block(s.body), orelse=self.block(s.orelse))
             out = pre + [new]
         elif isinstance(s, ast.While):
             if has_yield(s.test):
                 pre, test = ex.expr(s.test)
-                body = self.block(s.body, key)
+                body = self.block(s.body)
                 if s.orelse:
                     flag = temp()
                     loop = ast.While(test=const(True), body=pre + [
                         if_(not_(test), [assign(flag, const(True)), ast.Break()])] + body,
                         orelse=[])
                     out = [assign(flag, const(False)), loop,
-                           if_(name(flag), self.block(s.orelse, key))]
+                           if_(name(flag), self.block(s.orelse))]
                 else:
                     out = [ast.While(test=const(True), body=pre + [
                         if_(not_(test), [ast.Break()])] + body, orelse=[])]
             else:
-                out = [ast.While(test=s.test, body=self.block(s.body, key),
-                                 orelse=self.block(s.orelse, key))]
+                out = [ast.While(test=s.test, body=self.block(s.body),
+                                 orelse=self.block(s.orelse))]
         elif isinstance(s, ast.For):
             pre, it = ex.expr(s.iter) if has_yield(s.iter) else ([], s.iter)
-            new = ast.For(target=s.target, iter=it, body=self.block(s.body, key),
-                          orelse=self.block(s.orelse, key), type_comment=None)
+            new = ast.For(target=s.target, iter=it, body=self.block(s.body),
+                          orelse=self.block(s.orelse), type_comment=None)
             t.stmt_keys[id(new)] = key
             out = pre + [new]
         elif isinstance(s, ast.With):
@@ -1398,16 +1415,16 @@ class Desugar:
                     items.append(ast.withitem(context_expr=e, optional_vars=item.optional_vars))
                 else:
                     items.append(item)
-            new = ast.With(items=items, body=self.block(s.body, key), type_comment=None)
+            new = ast.With(items=items, body=self.block(s.body), type_comment=None)
             t.stmt_keys[id(new)] = key
             out = pre + [new]
         elif isinstance(s, ast.Try):
-            new = ast.Try(body=self.block(s.body, key),
+            new = ast.Try(body=self.block(s.body),
                           handlers=[ast.ExceptHandler(type=h.type, name=h.name,
-                                                      body=self.block(h.body, key))
+                                                      body=self.block(h.body))
                                     for h in s.handlers],
-                          orelse=self.block(s.orelse, key),
-                          finalbody=self.block(s.finalbody, key))
+                          orelse=self.block(s.orelse),
+                          finalbody=self.block(s.finalbody))
             for h_new, h in zip(new.handlers, s.handlers):
                 ast.copy_location(h_new, h)
             t.stmt_keys[id(new)] = key
@@ -1722,7 +1739,6 @@ class Lower:
         params = set(t.params)
         spec_frame = t.spec_data("")["frame"]
         for saved, attr_ in spec_frame:
-            fast = None
             if saved in params:
                 value = name(saved)
                 if saved in t.captured:
@@ -1855,10 +1871,16 @@ class Lower:
             return self.lower_try(s)
         raise self.t.error(s, f"internal error: cannot lower {type(s).__name__}")
 
+    def store(self, fast):
+        """Write a hidden local through to the frame where it is assigned: it is only
+        read afterwards (its object changes, not the binding), so yields need not."""
+        t = self.t
+        return assign(attr(t.self_, t.frame_attr(fast), store=True), name(fast))
+
     def spill(self, p):
         t = self.t
         out = []
-        for v in sorted(p.live):
+        for v in sorted(p.live - t.write_through - t.constant_params):
             target = attr(t.self_, t.frame_attr(v), store=True)
             if v in p.guarded:
                 out.append(ast.Try(body=[assign(target, name(v))], handlers=[
@@ -1913,7 +1935,7 @@ class Lower:
                 out.append(ast.Assign(targets=targets, value=name(t.val)))
             return out
         d = p.delegate
-        start = [assign(d, call(self.h("iter"), node.value)),
+        start = [assign(d, call(self.h("iter"), node.value)), self.store(d),
                  assign(t.yv, call(self.h("yf_step"), name(d), const(None), const(None)))]
         again = [assign(self.st, const(0))] + self.load(p) + [
             assign(t.yv, call(self.h("yf_step"), name(d), name(t.val), name(t.exc)))]
@@ -1955,7 +1977,7 @@ class Lower:
         t = self.t
         it = t.iter_of[id(s)]
         rb, ro = t.block_range(s.body), t.block_range(s.orelse)
-        out = [if_(self.st_is_zero(), [assign(it, call(self.h("iter"), s.iter))])]
+        out = [if_(self.st_is_zero(), [assign(it, call(self.h("iter"), s.iter)), self.store(it)])]
         self.stack.append(("loop",))
         body = self.block(s.body, rb[1] if rb else 0)
         self.stack.pop()
@@ -1991,7 +2013,7 @@ class Lower:
         P = t.P
         hit = t.fresh("hit")
         enter = call(self.h("enter"), name(m))
-        setup = [assign(m, item.context_expr)]
+        setup = [assign(m, item.context_expr), self.store(m)]
         if item.optional_vars is not None:
             setup.append(ast.Assign(targets=[item.optional_vars], value=enter))
         else:
@@ -2091,22 +2113,23 @@ class Lower:
             if hr:
                 hx = t.handler_exc[(id(owner), i)]
                 P = t.P
+                # entered again by raising it: put back its traceback (a loaded one has
+                # none: keep the frame it was raised again in) and its context
                 restore = [if_(name(self.st), [
-                    assign(attr(hx, "__traceback__", store=True), name(P + "tb")),
+                    if_(compare(name(P + "tb"), ast.IsNot(), const(None)), [
+                        assign(attr(hx, "__traceback__", store=True), name(P + "tb"))]),
                     assign(attr(hx, "__context__", store=True), name(P + "cx"))])]
                 if h.name:
                     hname = h.name
-                    hbody = [assign(hx, name(hname))] + restore + hbody
+                    hbody = [assign(hx, name(hname)), self.store(hx)] + restore + hbody
                 else:
                     hname = hx
-                    hbody = restore + hbody
+                    hbody = [self.store(hx)] + restore + hbody
             else:
                 hname = h.name
-            handler = ast.ExceptHandler(type=typ if (h.type is not None or resumable_handlers
-                                                     or self.in_lfin()) else None,
-                                        name=hname, body=hbody)
-            if h.type is None and not resumable_handlers and not self.in_lfin():
-                handler.type = None
+            if h.type is None and not resumable_handlers:
+                typ = None           # a bare except stays bare
+            handler = ast.ExceptHandler(type=typ, name=hname, body=hbody)
             ast.copy_location(handler, h)
             handlers.append(handler)
         orelse = self.block(s.orelse, re_[1] if re_ else 0) if s.orelse else []
@@ -2137,10 +2160,11 @@ class Lower:
         catch = ast.Try(body=inner_body, handlers=[
             ast.ExceptHandler(type=name(self.h("Jump")), name=j,
                               body=[assign(pend, ast.Subscript(value=attr(j, "args"),
-                                                               slice=const(0), ctx=ast.Load()))]),
+                                                               slice=const(0), ctx=ast.Load())),
+                                    self.store(pend)]),
             ast.ExceptHandler(type=name(self.h("BaseException")), name=x,
-                              body=[assign(pend, name(x))])],
-            orelse=[assign(pend, const(None))], finalbody=[])
+                              body=[assign(pend, name(x)), self.store(pend)])],
+            orelse=[assign(pend, const(None)), self.store(pend)], finalbody=[])
         if hi_inner:
             guard = ast.BoolOp(op=ast.Or(), values=[
                 self.st_is_zero(), compare(name(self.st), ast.LtE(), const(hi_inner))])
