@@ -2,8 +2,8 @@
 
 import argparse
 import importlib
-import json
 import importlib.machinery
+import json
 import os
 import sys
 import tempfile
@@ -13,10 +13,11 @@ from autosave.coroutines.transform import state_machine_source
 from autosave.errors import CoroutineError
 from autosave.generated import COROUTINES, MODULE
 from autosave.schema import schema_of
+from autosave.walk import Walker
 
 from . import manifest as manifest_
 from .collect import collect, coroutine_functions, inside, where
-from .emit import generate, kind_of
+from .emit import generate
 from .errors import CodegenError
 
 MANIFEST = "autosave_manifest.json"
@@ -98,7 +99,6 @@ def check_class(cls):
     if "<locals>" in cls.__qualname__:
         raise CodegenError(f"{where(cls)}: {cls.__qualname__} is defined inside a function, "
                            f"so a load could not find it by name; move it to module level")
-    from autosave.walk import Walker
     try:
         Walker().plain_handler_for(cls)
     except Exception as e:

@@ -62,7 +62,7 @@ def class_entry(cls):
         })
     aliases = sorted(k for k, v in REGISTRY.by_name.items() if v is cls and k != schema.name)
     kind = kind_of(cls)
-    return {
+    entry = {
         "class": f"{cls.__module__}.{cls.__qualname__}",
         "version": schema.version,
         "strategy": schema.strategy,
@@ -72,6 +72,9 @@ def class_entry(cls):
         "fields": fields,
         "fingerprint": schema.fingerprint,
     }
+    if schema.strategy == "enum":     # saved by member name: removing one breaks saves
+        entry["members"] = list(cls.__members__)
+    return entry
 
 
 def build(packages, classes, external):
