@@ -27,6 +27,7 @@ import collections.abc
 import inspect
 import linecache
 import os
+import sys
 import textwrap
 
 import autosave
@@ -40,6 +41,9 @@ CHECK_RELOAD_BYTES = True
 # COROUTINE_ORACLE_SELFTEST=1 compares native against native without saving: a check of
 # the scripts and the harness themselves, independent of autosave.coroutine.
 SELFTEST = bool(os.environ.get("COROUTINE_ORACLE_SELFTEST"))
+
+# COROUTINE_ORACLE_RESTART=1 runs every check also with restarts (see ``run``).
+RESTART_ALWAYS = bool(os.environ.get("COROUTINE_ORACLE_RESTART"))
 
 
 # -- building the two modules ------------------------------------------------------------
@@ -302,17 +306,33 @@ def save_load(root, where):
     return loaded
 
 
-def run(module, make, script, *, save=False, lines=False):
-    """The trace of ``script`` on a generator made by ``make`` in ``module``."""
+def run(module, make, script, *, save=False, lines=False, restart=None):
+    """The trace of ``script`` on a generator made by ``make`` in ``module``.
+
+    ``restart=source``: before every load, execute the module again from ``source``
+    (under its name, as a game started again imports its code): the save must resolve
+    to the new functions and classes."""
     root = make_root(module, make)
     trace = []
+
+    def reload(root, where):
+        nonlocal module
+        if restart is None:
+            return save_load(root, where)
+        data = autosave.dumps(root)
+        module = load_source_module(module.__name__, restart)
+        try:
+            return autosave.loads(data)
+        except Exception as e:
+            raise SaveFailure(f"{where}: loads after a restart failed: {type(e).__name__}: {e}") from e
+
     if save:
-        root = save_load(root, "before the first operation")
+        root = reload(root, "before the first operation")
     for i, op in enumerate(script):
         trace.append(apply(module, root, op, lines))
         if save:
             done = ", ".join(describe_op(o) for o in script[: i + 1])
-            old, root = root, save_load(root, f"after [{done}]")
+            old, root = root, reload(root, f"after [{done}]")
             _finish(old["gen"])
     _finish(root["gen"])
     return trace
@@ -341,7 +361,8 @@ def format_trace(script, trace):
     return "\n".join(f"  {describe_op(op):<28} -> {entry!r}" for op, entry in zip(script, trace))
 
 
-def check(source, make, script, *, only=None, save=True, lines=False, normalize=None):
+def check(source, make, script, *, only=None, save=True, lines=False, normalize=None,
+          restart=False):
     """Assert the transformed generator traces ``script`` exactly like the native one,
     without saving and with a save + load after every step. Returns the native trace.
 
@@ -349,7 +370,8 @@ def check(source, make, script, *, only=None, save=True, lines=False, normalize=
     generator comes from (meaningful for exceptions raised by the body; a throw into an
     unstarted or finished generator has a different traceback natively).
     ``normalize(entry) -> entry`` is applied to both traces' entries before comparing
-    (to set aside a known, separately pinned difference)."""
+    (to set aside a known, separately pinned difference). ``restart=True`` also runs the
+    script with the module executed again before every load (see ``run``)."""
     p = source if isinstance(source, Pair) else pair(source, only)
     norm_trace = (lambda t: t) if normalize is None else (lambda t: [normalize(e) for e in t])
     expected = norm_trace(run(p.native, make, script, lines=lines))
@@ -367,6 +389,18 @@ def check(source, make, script, *, only=None, save=True, lines=False, normalize=
                 "loaded after every step\n"
                 f"native:\n{format_trace(script, expected)}\n"
                 f"transformed, saved after every step:\n{format_trace(script, got)}")
+    if save and (restart or RESTART_ALWAYS) and not SELFTEST:
+        try:
+            got = norm_trace(run(p.transformed, make, script, save=True, lines=lines,
+                                 restart=p.transformed_source))
+        finally:
+            p._transformed = sys.modules.get(p.name)
+        if got != expected:
+            raise AssertionError(
+                "the transformed generator differs from the native one once saved and "
+                "loaded into a freshly executed module after every step\n"
+                f"native:\n{format_trace(script, expected)}\n"
+                f"transformed, restarted after every step:\n{format_trace(script, got)}")
     return expected
 
 

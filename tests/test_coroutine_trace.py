@@ -1330,8 +1330,8 @@ def fails(log, how):
     pytest.param(None, [("next",), ("next",), ("next",), ("throw", KeyError, ()), ("next",)],
                  marks=pytest.mark.xfail(strict=True, reason=(
                      "autosave limitation: a bare raise after a load re-raises the handled "
-                     "exception with no line of the game's source in its traceback "
-                     "(FINDINGS F)"))),
+                     "exception with its traceback at the try statement, not at the yield it "
+                     "was thrown in at, as natively (FINDINGS F)"))),
     (None, [("next",), ("next",), ("next",), ("next",), ("throw", Exception, ())]),
     (None, [("next",)] * 6),
 ])
@@ -1407,3 +1407,49 @@ def test_a_dropped_coroutine_is_closed_like_a_native_generator(make, steps):
     # the last reference goes: natively the generator is closed at once, so its finally
     # blocks and __exit__ run (also for a loaded copy)
     check(WITHS, make, [("next",)] * steps + [("do", _drop_generator)])
+
+
+# -- loading into a game started again -----------------------------------------------------
+
+RESTARTED = COMMON + '''
+def inner(log, n):
+    try:
+        for i in range(n):
+            got = yield ("inner", i)
+            log.append(("inner-got", got))
+        return "inner-done"
+    finally:
+        log.append("inner-finally")
+
+def game(log, items):
+    with Manager(log, "scene"):
+        for item in items:
+            try:
+                got = yield ("item", item)
+                if got == "raise":
+                    raise Oops(item)
+            except Oops as e:
+                log.append(("oops", e.args))
+                yield "recovering"
+        r = yield from inner(log, 2)
+    yield ("done", r)
+    return len(log)
+'''
+
+
+def _game_root(m, log):
+    items = ["a", "b"]
+    return {"gen": m.game(log, items), "items": items}
+
+
+@pytest.mark.parametrize("script", [
+    [("next",)] * 7,
+    [("next",), ("send", "raise"), ("do", _append), ("next",), ("next",), ("send", 1), ("next",),
+     ("next",), ("next",)],
+    [("next",), ("next",), ("throw", "Oops", ("t",)), ("next",), ("close",)],
+    [("next",)] * 4 + [("throw", KeyError, ("k",)), ("next",)],
+])
+def test_loads_into_a_game_started_again(script):
+    # before every load the module is executed again, as a restarted game imports its
+    # code: the save resolves to the new functions and classes and goes on exactly
+    check(RESTARTED, _game_root, script, restart=True)
