@@ -1453,3 +1453,154 @@ def test_loads_into_a_game_started_again(script):
     # before every load the module is executed again, as a restarted game imports its
     # code: the save resolves to the new functions and classes and goes on exactly
     check(RESTARTED, _game_root, script, restart=True)
+
+
+
+# -- what must survive a save: locals used only on exceptional paths, parameters ------------
+
+LIVENESS = COMMON + '''
+
+def fin_only(log):
+    tmp = "kept"
+    try:
+        yield 1
+        yield 2
+    finally:
+        log.append(tmp)
+
+def except_only(log):
+    tmp = "kept"
+    try:
+        yield 1
+    except KeyError:
+        log.append(tmp)
+    yield 2
+
+def param_rebind(log, n, flag):
+    if flag:
+        n = n + 1
+    yield n
+    n += 10
+    yield n
+    yield n
+
+def param_unchanged(log, n, items):
+    yield n
+    items.append(n)
+    yield (n, len(items))
+
+def param_deleted(log, n):
+    yield n
+    del n
+    yield "deleted"
+    yield n
+
+def aug(log):
+    total = 0
+    total += yield "a"
+    total += yield "b"
+    total *= (yield "c") or 1
+    return total
+
+def loop_carried(log):
+    prev = None
+    for i in range(3):
+        cur = yield (prev, i)
+        prev = cur
+    return prev
+
+def handler_var(log):
+    try:
+        raise Oops("x")
+    except Oops as e:
+        yield 1
+        log.append(e.args)
+    try:
+        e
+    except NameError as ne:
+        log.append("e unbound after handler")
+    yield 2
+
+def while_else_var(log):
+    i = 0
+    found = None
+    while i < 3:
+        i += 1
+        got = yield i
+        if got == "hit":
+            found = i
+            break
+    else:
+        found = "none"
+    yield found
+
+class M:
+    def __init__(self, log): self.log = log
+    def __enter__(self): return "entered"
+    def __exit__(self, *a): self.log.append(("exit", a[0].__name__ if a[0] else None)); return True
+
+def with_var(log):
+    v = "before"
+    with M(log) as v:
+        w = yield v
+        v = w
+    yield v
+
+def nested_fin(log):
+    a = "A"
+    try:
+        b = "B"
+        try:
+            yield 1
+        finally:
+            log.append(("inner", a, b))
+            c = "C"
+        yield 2
+    finally:
+        log.append(("outer", a, b, c))
+'''
+
+LIVENESS_CASES = {
+    "fin_only(log)": None, "except_only(log)": None, "param_rebind(log, 1, True)": None,
+    "param_rebind(log, 1, False)": None, "param_deleted(log, 5)": None, "aug(log)": [1, 2, 3],
+    "loop_carried(log)": ["x", "y", "z"], "handler_var(log)": None,
+    "while_else_var(log)": [None, "hit"], "nested_fin(log)": None, "with_var(log)": ["w"],
+}
+
+
+@pytest.mark.parametrize("make", sorted(LIVENESS_CASES))
+@pytest.mark.parametrize("exc", [KeyError, GeneratorExit, "Oops"])
+def test_locals_needed_only_by_handlers_finally_or_later_steps_survive(make, exc):
+    # a local read only in a finally / except / after a suppressing with, a parameter
+    # rebound in one branch, deleted, or augmented by sent values
+    sends = LIVENESS_CASES[make]
+    for script in standard_scripts(count_steps(LIVENESS, make, sends=sends), exc=exc, sends=sends):
+        check(LIVENESS, make, script)
+
+
+def _items_root(m, log):
+    items = []
+    return {"gen": m.param_unchanged(log, 3, items), "items": items}
+
+
+def test_an_unchanged_parameter_and_the_callers_list():
+    for script in standard_scripts(count_steps(LIVENESS, _items_root)):
+        check(LIVENESS, _items_root, script, restart=True)
+
+
+LOCAL_CLASS = COMMON + '''
+def local_class(log):
+    class Local:
+        pass
+    def helper():
+        pass
+    yield (Local.__qualname__, helper.__qualname__, (lambda: 0).__qualname__)
+'''
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "autosave bug: a class defined in a coroutine's body gets the generated step "
+    "function's qualname (_autosave_sm_..._local_class.<locals>._as_step.<locals>.Local), "
+    "natively local_class.<locals>.Local; functions and lambdas are right (FINDINGS I)"))
+def test_names_of_classes_defined_in_a_coroutine():
+    check(LOCAL_CLASS, "local_class(log)", [("next",), ("next",)])
