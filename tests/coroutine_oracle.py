@@ -24,9 +24,12 @@ checked to be deterministic.
 
 import ast
 import collections.abc
+import contextlib
+import gc
 import inspect
 import linecache
 import os
+import sys
 import textwrap
 
 import autosave
@@ -40,6 +43,9 @@ CHECK_RELOAD_BYTES = True
 # COROUTINE_ORACLE_SELFTEST=1 compares native against native without saving: a check of
 # the scripts and the harness themselves, independent of autosave.coroutine.
 SELFTEST = bool(os.environ.get("COROUTINE_ORACLE_SELFTEST"))
+
+# COROUTINE_ORACLE_RESTART=1 runs every check also with restarts (see ``run``).
+RESTART_ALWAYS = bool(os.environ.get("COROUTINE_ORACLE_RESTART"))
 
 
 # -- building the two modules ------------------------------------------------------------
@@ -61,7 +67,8 @@ def _is_generator_def(node):
 def generator_defs(source):
     """(name, lineno of the def, indentation) of every generator function at module
     level or directly in a module-level class."""
-    tree = ast.parse(source)
+    with no_collection():
+        tree = ast.parse(source)
     found = []
     for node in tree.body:
         candidates = [(node, "")]
@@ -95,12 +102,31 @@ def decorate_with_lines(source, only=None):
 _LINE_ORIGIN = {}
 
 
+@contextlib.contextmanager
+def no_collection():
+    """No garbage collection while source is parsed (by us or by the decorator).
+
+    A generator collected while suspended in a try or with is closed then, like a
+    native one, and an error there (e.g. "generator ignored GeneratorExit") goes to
+    sys.unraisablehook, whose traceback formatting parses source with ast -- which
+    CPython 3.11 does not allow inside another ast.parse: "SystemError: AST constructor
+    recursion depth mismatch"."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_source_module(name, source):
     """A module made from ``source`` whose functions ``inspect.getsource`` can read."""
     source = textwrap.dedent(source)
     filename = f"<{name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-    return load_module(name, source)
+    with no_collection():
+        return load_module(name, source)
 
 
 class Pair:
@@ -192,13 +218,16 @@ def raised_at(exc, module):
     return line
 
 
-def _exc_entry(exc, log, module=None):
-    """With ``module``, also where the exception was raised: the innermost traceback
-    line in that module (``check(..., lines=True)``)."""
+def _exc_entry(exc, log, module, lines=False):
+    """With ``lines``, also where the exception was raised: the innermost traceback
+    line in ``module`` (``check(..., lines=True)``). Messages name the module as
+    "<module>" (CPython puts it in some: "mod.f() argument after ** must be...")."""
     cause = type(exc.__cause__).__qualname__ if exc.__cause__ is not None else None
     context = type(exc.__context__).__qualname__ if exc.__context__ is not None else None
-    entry = ("raise", type(exc).__qualname__, norm(exc.args), cause, context, norm(log))
-    if module is not None:
+    args = tuple(a.replace(module.__name__ + ".", "<module>.") if isinstance(a, str) else a
+                 for a in exc.args)
+    entry = ("raise", type(exc).__qualname__, norm(args), cause, context, norm(log))
+    if lines:
         entry += (("line", raised_at(exc, module)),)
     return entry
 
@@ -248,7 +277,7 @@ def apply(module, root, op, lines=False):
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # noqa: BLE001 -- GeneratorExit and friends are traced too
-        return _exc_entry(e, log, module if lines else None)
+        return _exc_entry(e, log, module, lines)
     return ("yield", norm(result), norm(log))
 
 
@@ -302,31 +331,47 @@ def save_load(root, where):
     return loaded
 
 
-def run(module, make, script, *, save=False, lines=False):
-    """The trace of ``script`` on a generator made by ``make`` in ``module``."""
+def run(module, make, script, *, save=False, lines=False, restart=None, record=None):
+    """The trace of ``script`` on a generator made by ``make`` in ``module``.
+
+    ``restart=source``: before every load, execute the module again from ``source``
+    (under its name, as a game started again imports its code): the save must resolve
+    to the new functions and classes. ``record``: a list that gets the bytes of every
+    save."""
     root = make_root(module, make)
     trace = []
+
+    def reload(root, where):
+        nonlocal module
+        if restart is None:
+            return save_load(root, where)
+        data = autosave.dumps(root)
+        module = load_source_module(module.__name__, restart)
+        try:
+            return autosave.loads(data)
+        except Exception as e:
+            raise SaveFailure(f"{where}: loads after a restart failed: {type(e).__name__}: {e}") from e
+
     if save:
-        root = save_load(root, "before the first operation")
+        root = reload(root, "before the first operation")
+        if record is not None:
+            record.append(autosave.dumps(root))
     for i, op in enumerate(script):
         trace.append(apply(module, root, op, lines))
         if save:
             done = ", ".join(describe_op(o) for o in script[: i + 1])
-            old, root = root, save_load(root, f"after [{done}]")
+            old, root = root, reload(root, f"after [{done}]")
             _finish(old["gen"])
+            if record is not None:
+                record.append(autosave.dumps(root))
     _finish(root["gen"])
     return trace
 
 
 def _finish(g):
     """Close what the script left suspended (or a copy a load replaced) now, not when
-    it is collected -- again while it ignores GeneratorExit by yielding.
-
-    A generator collected while suspended in a try or with is closed then, like a
-    native one, and an error there goes to sys.unraisablehook, whose traceback
-    formatting parses source with ast -- which CPython 3.11 does not allow when the
-    collection happens inside an ast.parse (the transform's, pytest's, ours):
-    "SystemError: AST constructor recursion depth mismatch"."""
+    it is collected -- again while it ignores GeneratorExit by yielding (see
+    ``no_collection`` for why collection time is a bad time)."""
     for _ in range(10):
         try:
             g.close()
@@ -341,7 +386,8 @@ def format_trace(script, trace):
     return "\n".join(f"  {describe_op(op):<28} -> {entry!r}" for op, entry in zip(script, trace))
 
 
-def check(source, make, script, *, only=None, save=True, lines=False, normalize=None):
+def check(source, make, script, *, only=None, save=True, lines=False, normalize=None,
+          restart=False):
     """Assert the transformed generator traces ``script`` exactly like the native one,
     without saving and with a save + load after every step. Returns the native trace.
 
@@ -349,7 +395,8 @@ def check(source, make, script, *, only=None, save=True, lines=False, normalize=
     generator comes from (meaningful for exceptions raised by the body; a throw into an
     unstarted or finished generator has a different traceback natively).
     ``normalize(entry) -> entry`` is applied to both traces' entries before comparing
-    (to set aside a known, separately pinned difference)."""
+    (to set aside a known, separately pinned difference). ``restart=True`` also runs the
+    script with the module executed again before every load (see ``run``)."""
     p = source if isinstance(source, Pair) else pair(source, only)
     norm_trace = (lambda t: t) if normalize is None else (lambda t: [normalize(e) for e in t])
     expected = norm_trace(run(p.native, make, script, lines=lines))
@@ -367,7 +414,54 @@ def check(source, make, script, *, only=None, save=True, lines=False, normalize=
                 "loaded after every step\n"
                 f"native:\n{format_trace(script, expected)}\n"
                 f"transformed, saved after every step:\n{format_trace(script, got)}")
+    if save and (restart or RESTART_ALWAYS) and not SELFTEST:
+        try:
+            got = norm_trace(run(p.transformed, make, script, save=True, lines=lines,
+                                 restart=p.transformed_source))
+        finally:
+            p._transformed = sys.modules.get(p.name)
+        if got != expected:
+            raise AssertionError(
+                "the transformed generator differs from the native one once saved and "
+                "loaded into a freshly executed module after every step\n"
+                f"native:\n{format_trace(script, expected)}\n"
+                f"transformed, restarted after every step:\n{format_trace(script, got)}")
     return expected
+
+
+# -- ahead of time -------------------------------------------------------------------------
+
+
+def coroutine_functions(module):
+    """The @autosave.coroutine functions of a module and of its classes."""
+    from autosave.coroutines import spec_of
+    found = []
+    for value in list(vars(module).values()):
+        members = [value]
+        if isinstance(value, type) and value.__module__ == module.__name__:
+            members = [getattr(v, "__func__", v) for v in vars(value).values()]
+        found += [f for f in members if callable(f) and spec_of(f) is not None]
+    return found
+
+
+def use_precompiled(p):
+    """Execute ``p``'s transformed module again with its coroutines' state machines from
+    the module ``autosave-codegen`` would generate for it, imported first, and with its
+    source out of reach (as in a shipped build). Returns the generated source."""
+    from autosave.coroutines import transform
+    with no_collection():
+        generated = transform.module_source(coroutine_functions(p.transformed))
+        name = fresh_name("generated")
+        load_module(name, generated)
+    filename = f"<{p.name}>"
+    lines = linecache.cache.pop(filename)
+    try:
+        with no_collection():
+            p._transformed = load_module(p.name, p.transformed_source)
+    finally:
+        linecache.cache[filename] = lines
+    unload(name)
+    return generated
 
 
 # -- script families ---------------------------------------------------------------------
