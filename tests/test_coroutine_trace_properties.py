@@ -54,16 +54,6 @@ def sub(log, k, n):
 SENT = ["raise", "ret", 0, 1, None, "x"]
 
 
-def set_aside_known(entry):
-    """Known differences pinned by strict xfail tests in test_coroutine_trace; remove
-    each line here once its test passes.
-
-    FINDINGS G: the __context__ of the RuntimeError a delegated-to subcoroutine raises
-    for a thrown-in StopIteration (PEP 479) inside an except handler."""
-    if entry[:2] == ("raise", "RuntimeError") and entry[3] == "StopIteration":
-        entry = entry[:4] + ("<context set aside>",) + entry[5:]
-    return entry
-
 THROWN = [ValueError, "Oops", KeyError, GeneratorExit, StopIteration]
 
 
@@ -163,7 +153,7 @@ RICH_MAKES = ["worker(log, {'a': 2, 'b': 1, 'c': 3})", "chain(log)", "exprs(log)
 @SETTINGS
 @given(make=st.sampled_from(RICH_MAKES), script=scripts)
 def test_random_scripts_over_rich_generators(make, script):
-    check(RICH, make, script, normalize=set_aside_known)
+    check(RICH, make, script)
 
 
 # -- random generator programs -----------------------------------------------------------
@@ -331,7 +321,7 @@ def test_random_programs(program, script):
     source = render(program)
     p = Pair(source, prefix="prog")
     try:
-        check(p, "prog(log)", script + [("next",)] * 3, normalize=set_aside_known)
+        check(p, "prog(log)", script + [("next",)] * 3)
     except AssertionError as e:
         raise AssertionError(f"{e}\nprogram:\n{source}") from None
     finally:

@@ -63,10 +63,17 @@ def yf_step(d, val, exc):
     throw = getattr(d, "throw", None)
     if throw is None:
         raise exc
+    handled = sys.exception()
     try:
         return throw(exc)
     except StopIteration as e:
         return YFResult(e.value)
+    except BaseException as e:
+        # thrown back into the delegating coroutine: chained to the exception it is
+        # handling, as CPython chains an exception thrown into a generator frame
+        if handled is not None and e is not handled:
+            e.__context__ = handled
+        raise
 
 
 def enter(manager):
