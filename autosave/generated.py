@@ -117,6 +117,8 @@ class GeneratedCode:
         try:
             self.modules[package] = importlib.import_module(name)
         except StaleGeneratedCodeError:
+            del self.modules[package]        # strict: refuse again at the next save
+            self.pending.add(package)
             raise
         except Exception as e:
             # A class it imports was renamed or deleted since generation, say.

@@ -234,6 +234,16 @@ def test_generate_check_and_stale_fallback(tmp_path):
     strict = run(tmp_path, [], env={"AUTOSAVE_STRICT": "1"}, code=PROBE.format(pkg=pkg))
     assert strict.returncode != 0
     assert "StaleGeneratedCodeError" in strict.stderr and f"autosave-codegen {pkg}" in strict.stderr
+    twice = run(tmp_path, [], env={"AUTOSAVE_STRICT": "1"}, code=textwrap.dedent(f"""
+        import autosave
+        import {pkg}.model as m
+        for attempt in range(2):
+            try:
+                autosave.dumps(m.Hero("a", 1))
+            except autosave.StaleGeneratedCodeError:
+                print("refused", attempt)
+        """))
+    assert "refused 0" in twice.stdout and "refused 1" in twice.stdout, twice.stderr
 
     off = run(tmp_path, [], env={"AUTOSAVE_CODEGEN": "0", "AUTOSAVE_STRICT": "1"},
               code=PROBE.format(pkg=pkg))
