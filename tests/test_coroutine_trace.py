@@ -1629,10 +1629,6 @@ def local_class(log):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "autosave bug: a class defined in a coroutine's body gets the generated step "
-    "function's qualname (_autosave_sm_..._local_class.<locals>._as_step.<locals>.Local), "
-    "natively local_class.<locals>.Local; functions and lambdas are right (FINDINGS I)"))
 def test_names_of_classes_defined_in_a_coroutine():
     check(LOCAL_CLASS, "local_class(log)", [("next",), ("next",)])
 

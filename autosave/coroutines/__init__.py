@@ -127,8 +127,14 @@ class CoroutineSpec:
 def _rename(code, old_prefix, new_qualname, name=None):
     """Give generated code the user's names (tracebacks, error messages, and finding
     closures made inside the coroutine again when a save holds them)."""
-    consts = tuple(_rename(c, old_prefix, new_qualname) if isinstance(c, types.CodeType) else c
-                   for c in code.co_consts)
+    def renamed(const):
+        if isinstance(const, types.CodeType):
+            return _rename(const, old_prefix, new_qualname)
+        # a class body sets __qualname__ from a string constant
+        if isinstance(const, str) and const.startswith(old_prefix + "."):
+            return new_qualname + const[len(old_prefix):]
+        return const
+    consts = tuple(renamed(c) for c in code.co_consts)
     qual = code.co_qualname
     if qual == old_prefix:
         qual = new_qualname
