@@ -24,7 +24,7 @@ from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET
 from .generated import GENERATED
 from .registry import REGISTRY
-from .walk import PRIMITIVES, Walker
+from .walk import PRIMITIVES, Walker, finished
 
 MAX_DEPTH = 20_000        # nested objects; each costs at most three Python frames
 INLINE = PRIMITIVES       # written as themselves (ints too: a wide one fails the encode)
@@ -176,10 +176,7 @@ class DirectWalker(Walker):
                     child_cell = memo[id(child)]
                     if child_cell[0] is None:
                         visit(child, child_cell)
-                here = len(records)
-                shift = here - built_at
-                rec = [([c[0] - shift] if c[0] < 0 else [c[0] - here])
-                       if c.__class__ is list and c[0].__class__ is int else c for c in rec]
+                rec = finished(rec, built_at, len(records))
             if closes:
                 rec[0] = ~rec[0]
             cell[0] = len(records)

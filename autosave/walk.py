@@ -126,13 +126,10 @@ class Walker:
         while stack:
             obj = pop()
             if obj is _FINISH:
-                # Its children are done. Their cells become back-offsets; the offsets
-                # taken when the record was built shift by the records emitted since.
+                # Its children are done: the record's offsets are final now.
                 cell, rec, built_at = pop(), pop(), pop()
                 here = len(records)
-                shift = here - built_at
-                emit([([c[0] - shift] if c[0] < 0 else [c[0] - here])
-                      if c.__class__ is list and c[0].__class__ is int else c for c in rec])
+                emit(finished(rec, built_at, here))
                 cell[0] = here
                 continue
             cell = memo[id(obj)]
@@ -450,6 +447,16 @@ class Walker:
                                        self.structural_index))
             self.keep.append(values)
         return self.refs(t, values)
+
+
+def finished(rec, built_at, here):
+    """A record built when ``built_at`` records were written, emitted as record ``here``:
+    back-offsets taken then shift by the records written since, and cells of children
+    written meanwhile become back-offsets; cells of ancestors (still ``False``) stay,
+    to receive their absolute index."""
+    shift = here - built_at
+    return [([c[0] - shift] if c[0] < 0 else [c[0] - here])
+            if c.__class__ is list and c[0].__class__ is int else c for c in rec]
 
 
 def base_payload(base, obj, written_index, structural_index):
