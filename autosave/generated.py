@@ -45,7 +45,7 @@ class GeneratedCode:
     def __init__(self):
         self.save = {}          # class -> factory(walker) -> direct handler
         self.load = {}          # class -> factory(plan) -> create(rec, vals)
-        self.modules = {}       # package name -> its generated module, or None
+        self.probed = set()     # packages looked in for a generated module
         self.pending = set()    # packages to look in before the next save or load
         self.stale = set()      # classes warned about
         self.seen_changes = -1  # REGISTRY.changes when its packages were last noted
@@ -81,7 +81,7 @@ class GeneratedCode:
         parts = module_name.split(".")
         for i in range(1, len(parts) + 1):
             package = ".".join(parts[:i])
-            if package not in self.modules:
+            if package not in self.probed:
                 self.pending.add(package)
 
     def activate(self):
@@ -104,9 +104,9 @@ class GeneratedCode:
         return bool(self.save)
 
     def import_generated(self, package):
-        if package in self.modules:
+        if package in self.probed:
             return
-        self.modules[package] = None
+        self.probed.add(package)
         name = f"{package}.{MODULE}"
         try:
             spec = importlib.util.find_spec(name)
@@ -115,9 +115,9 @@ class GeneratedCode:
         if spec is None:
             return
         try:
-            self.modules[package] = importlib.import_module(name)
+            importlib.import_module(name)
         except StaleGeneratedCodeError:
-            del self.modules[package]        # strict: refuse again at the next save
+            self.probed.discard(package)     # strict: refuse again at the next save
             self.pending.add(package)
             raise
         except Exception as e:
