@@ -72,7 +72,8 @@ def decode(data):
     closes_cycle = bytearray(len(records))
     for i, rec in enumerate(records):
         if type(rec) is not list or not rec or type(rec[0]) is not int:
-            raise FormatError(f"record {i} is malformed: {rec!r:.120}")
+            raise FormatError(f"record {i} is malformed: a record is an array starting "
+                              f"with its type index")
         t = rec[0]
         if t < 0:                    # ~t: the record refers to a later record
             t = rec[0] = ~t

@@ -20,6 +20,7 @@ from .adapters.callables import apply_default_state
 from .errors import FormatError, IncompatibleSaveError, LoadError
 from .format import ABSENT, STATE_FIELDS
 from .generated import GENERATED
+from .loadcheck import bound_hook, describe
 from .registry import REGISTRY
 from .schema import schema_of
 
@@ -48,17 +49,26 @@ class EnumPlan:
 
     def build(self, vals):
         if len(vals) == 2:
+            if type(vals[1]) is not str:
+                raise FormatError(f"an enum {self.cls.__qualname__} record holds a "
+                                  f"member name")
             member = self.cls.__members__.get(vals[1])
             if member is None:
                 raise IncompatibleSaveError(
                     f"enum {self.cls.__qualname__} has no member {vals[1]!r} any more")
             return member
         _, none, value = vals
+        if type(value) not in _PLAIN:     # looked up by hash: plain values only
+            raise FormatError(f"an enum {self.cls.__qualname__} record holds a "
+                              f"{type(value).__name__} value")
         try:
             return self.cls(value)
         except ValueError:
             raise IncompatibleSaveError(
                 f"enum {self.cls.__qualname__} has no value {value!r} any more") from None
+
+
+_PLAIN = (type(None), bool, int, float, str, bytes)
 
 
 class StatePlan:
@@ -79,16 +89,18 @@ class StatePlan:
         if len(vals) < 2:
             return
         state = vals[1]
-        setstate = getattr(obj, "__setstate__", None)
+        setstate = bound_hook(obj, "__setstate__")
         try:
             if setstate is not None:
                 setstate(state)
             else:
                 apply_default_state(obj, state)
+        except LoadError:
+            raise
         except Exception as e:
             raise IncompatibleSaveError(
                 f"{self.cls.__qualname__}.__setstate__ failed on the saved state: "
-                f"{type(e).__name__}: {e}") from e
+                f"{describe(e)}") from e
 
 
 class InstancePlan:
@@ -214,7 +226,7 @@ class InstancePlan:
         elif base is deque:
             maxlen = vals[1 + nf]
             if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
-                raise ValueError(f"deque maxlen {maxlen!r} is not a non-negative int")
+                raise ValueError("a deque's maxlen must be None or a non-negative int")
             deque.__init__(obj, islice(vals, 2 + nf, None), maxlen)
 
     def set_field(self, obj, name, value):
@@ -236,7 +248,7 @@ class InstancePlan:
             except Exception as e:
                 raise IncompatibleSaveError(
                     f"upgrade hook {hook.__qualname__} for {self.schema.name} failed: "
-                    f"{type(e).__name__}: {e}") from e
+                    f"{describe(e)}") from e
             if not isinstance(fields, dict):
                 raise IncompatibleSaveError(
                     f"upgrade hook {hook.__qualname__} for {self.schema.name} must return "
@@ -261,7 +273,8 @@ def plan_for(index, entry):
     if (type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str
             or type(entry[1]) is not int or type(entry[2]) is not list
             or not all(type(f) is str for f in entry[2])):
-        raise FormatError(f"type entry {index} is malformed: {entry!r:.200}")
+        raise FormatError(f"type entry {index} is malformed: it must be [name, version, "
+                          f"[field names]]")
     name, version, fields = entry
     adapter = ADAPTERS_BY_NAME.get(name)
     if adapter is not None:
@@ -391,10 +404,10 @@ class Loader:
         for i in sorted(hooks) if deferred else hooks:
             obj = objs[i]
             try:
-                obj.__autosave_loaded__()
+                bound_hook(obj, "__autosave_loaded__")()
             except Exception as e:
                 raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ failed: "
-                                f"{type(e).__name__}: {e}") from e
+                                f"{describe(e)}") from e
         return root
 
     def blocker(self, rec, part, here, hashes):
@@ -436,7 +449,8 @@ class Loader:
         if v.__class__ is list:
             n = len(self.objs)
             if len(v) != 1 or type(v[0]) is not int or not -n <= v[0] < n:
-                raise FormatError(f"the root reference {v!r:.80} is out of range")
+                raise FormatError(f"the root reference is malformed or out of range "
+                                  f"(0..{n - 1})")
             return self.objs[v[0]]
         return v
 
@@ -450,7 +464,7 @@ class Loader:
             if v.__class__ is list:
                 j = v[0]
                 if len(v) != 1 or j.__class__ is not int:
-                    raise FormatError(f"record {here}: reference {v!r:.80} is malformed")
+                    raise FormatError(f"record {here}: a reference is malformed")
                 if j < 0:
                     j += here
                 v = objs[j] if 0 <= j < built else self.forward(j, here)
@@ -583,4 +597,4 @@ def load_records(types, records, root_value, unset_markers=0, closes_cycle=None)
     except Exception as e:
         where = (f"record {loader.current}" if loader and loader.current is not None
                  else "the type table" if loader is None else "the root")
-        raise FormatError(f"{where} is malformed: {type(e).__name__}: {e}") from e
+        raise FormatError(f"{where} is malformed: {describe(e)}") from e

@@ -156,7 +156,8 @@ class DefaultDictAdapter(DictAdapter):
     def fill(self, obj, vals):
         factory = vals[1]
         if factory is not None and not callable(factory):
-            raise ValueError(f"defaultdict factory {factory!r} is not callable")
+            raise ValueError(f"a defaultdict factory must be callable, the save holds a "
+                             f"{type(factory).__name__}")
         obj.default_factory = factory
         dict.update(obj, pairs(vals, 2))
 
@@ -226,7 +227,7 @@ class DequeAdapter(Adapter):
     def allocate(self, rec):
         maxlen = rec[1]
         if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
-            raise ValueError(f"deque maxlen {maxlen!r} is not a non-negative int")
+            raise ValueError("a deque's maxlen must be None or a non-negative int")
         return collections.deque(maxlen=maxlen)
 
     def fill(self, obj, vals):
