@@ -20,6 +20,8 @@ from .adapters.callables import apply_default_state
 from .errors import FormatError, IncompatibleSaveError, LoadError
 from .format import ABSENT, STATE_FIELDS
 from .generated import GENERATED
+from .limits import check_records
+from .adapters.containers import flood_checked
 from .loadcheck import bound_hook, describe
 from .registry import REGISTRY
 from .schema import schema_of
@@ -79,6 +81,7 @@ class StatePlan:
     def __init__(self, cls):
         self.cls = cls
         self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
+        self.hash_kind = 0 if cls.__hash__ in (object.__hash__, None) else 2
 
     def allocate(self, rec):
         if len(rec) > 2:
@@ -122,6 +125,9 @@ class InstancePlan:
         self.fill_finished = {dict: slice(1 + self.nfields, None, 2),
                               set: self.build_slice}.get(base)
         self.hashes = base in (dict, set, frozenset)
+        hash_ = cls.__hash__
+        self.hash_kind = (1 if hash_ is tuple.__hash__ else
+                          0 if hash_ in (object.__hash__, None, frozenset.__hash__) else 2)
         if saved_version > schema.version:
             raise IncompatibleSaveError(
                 f"the save holds {schema.name} version {saved_version}, newer than this "
@@ -190,6 +196,8 @@ class InstancePlan:
     def build(self, vals):
         payload = vals[1 + self.nfields:]
         base = self.base
+        if base is frozenset:
+            flood_checked(vals, 1 + self.nfields, 1, f"a {self.schema.name}")
         if base is tuple or base is frozenset:
             return base.__new__(self.cls, payload)
         (value,) = payload
@@ -219,9 +227,11 @@ class InstancePlan:
         if base is list:
             list.extend(obj, islice(vals, 1 + nf, None))
         elif base is dict:
+            flood_checked(vals, 1 + nf, 2, f"a {self.schema.name}")
             it = islice(vals, 1 + nf, None)
             dict.update(obj, zip(it, it))
         elif base is set:
+            flood_checked(vals, 1 + nf, 1, f"a {self.schema.name}")
             set.update(obj, islice(vals, 1 + nf, None))
         elif base is deque:
             maxlen = vals[1 + nf]
@@ -300,6 +310,7 @@ class Loader:
         self.records = records
         self.objs = []
         self.plans = [plan_for(i, e) for i, e in enumerate(types)]
+        check_records(self.plans, records)
         if not unset_markers:
             # Generated code builds records straight into their objects; it never sees
             # unset-slot markers, so it is used only when the file holds none.

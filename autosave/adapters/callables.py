@@ -58,6 +58,7 @@ class MethodAdapter(Adapter):
     class defines under that name; or [self, function] for a method made by hand
     (``types.MethodType(f, obj)``) that the object's class does not define."""
     name, types = "autosave.method", (types.MethodType, types.MethodWrapperType)
+    hash_kind = 2             # a bound method hashes its __self__
     # builtin methods ([].append) share their type with builtin functions (len): the
     # walker routes those with a non-module __self__ here
 

@@ -28,6 +28,7 @@ from ..errors import FormatError
 from ..loadcheck import MAX_ITERATOR_GAP
 from ..registry import REGISTRY
 from .base import Adapter, register_adapter
+from .containers import flood_checked
 
 
 def _exhausted(it):
@@ -161,6 +162,7 @@ class SetIteratorAdapter(Adapter):
         return list(rv[1][0])
 
     def build(self, vals):
+        flood_checked(vals, 1, 1, "a set iterator")
         return iter(set(islice(vals, 1, None)))
 
 

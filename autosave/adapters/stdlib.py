@@ -58,7 +58,7 @@ class RangeAdapter(Adapter):
 
 class SliceAdapter(Adapter):
     """[start, stop, step]"""
-    name, types = "builtins.slice", (slice,)
+    name, types, hash_kind = "builtins.slice", (slice,), 1     # hashable since 3.12
 
     def parts(self, obj):
         return [obj.start, obj.stop, obj.step]
