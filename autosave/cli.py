@@ -12,13 +12,11 @@ import datetime
 import json
 import sys
 import zlib
-from collections import Counter
 
-import msgpack
 
 from .errors import LoadError
 from .format import MAGIC as SAVE_MAGIC
-from .format import decode, to_jsonable
+from .format import sizes_by_class, to_jsonable
 from .log.file import MAGIC as LOG_MAGIC
 from .log.file import LogFile
 from .log.history import CheckpointLog
@@ -28,11 +26,16 @@ def cmd_dump(args):
     with open(args.file, "rb") as f:
         data = f.read()
     text = json.dumps(to_jsonable(data), indent=args.indent, ensure_ascii=False)
+    # A lone surrogate (a str the game made from bytes) is written as its JSON escape
+    # \udXXX: valid JSON that reads back as the same string.
+    out = (text + "\n").encode("utf-8", "backslashreplace")
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+        with open(args.out, "wb") as f:
+            f.write(out)
     else:
-        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        sys.stdout.buffer.write(out)
+        sys.stdout.buffer.flush()
 
 
 def cmd_inspect(args):
@@ -104,15 +107,11 @@ def inspect_log(path, top):
 
 
 def print_sizes_by_class(data, top, indent):
-    types, records, _, _, _ = decode(data)
-    count, size = Counter(), Counter()
-    for rec in records:
-        name = types[rec[0]][0]
-        count[name] += 1
-        size[name] += len(msgpack.packb(rec, use_bin_type=True))
-    print(f"{indent}{len(records):,} records of {len(count)} types")
-    for name, nbytes in size.most_common(top):
-        print(f"{indent}  {nbytes:>10,} B  {count[name]:>8,}  {name}")
+    sizes = sizes_by_class(data)
+    print(f"{indent}{sum(c for c, _ in sizes.values()):,} records of {len(sizes)} types")
+    for name, (count, nbytes) in sorted(sizes.items(), key=lambda kv: -kv[1][1])[:top]:
+        shown = name.encode("utf-8", "backslashreplace").decode("utf-8")   # lone surrogates
+        print(f"{indent}  {nbytes:>10,} B  {count:>8,}  {shown}")
 
 
 def build_parser():
@@ -143,9 +142,19 @@ def main(argv=None):
     try:
         args.run(args)
     except (LoadError, OSError) as e:
-        print(f"autosave {args.command}: {getattr(args, 'file', '')}: {e}", file=sys.stderr)
+        print(_one_line(f"autosave {args.command}: {getattr(args, 'file', '')}: {e}"),
+              file=sys.stderr)
+        return 2
+    except Exception as e:       # a defect of autosave's, not of the file: say so, briefly
+        print(_one_line(f"autosave {args.command}: {getattr(args, 'file', '')}: internal "
+                        f"error ({type(e).__name__}: {e}); please report it with the file"),
+              file=sys.stderr)
         return 2
     return 0
+
+
+def _one_line(text):
+    return " ".join(text.split()).encode("ascii", "backslashreplace").decode("ascii")
 
 
 if __name__ == "__main__":

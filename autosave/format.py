@@ -85,12 +85,17 @@ def decode(data):
 
 def to_jsonable(data):
     """A save as plain JSON-ready data, for `autosave dump`: references shown as
-    ``{"ref": absolute record index}``, bytes as hex, unset slots as ``{"unset": true}``."""
+    ``{"ref": absolute record index}``, bytes as hex, unset slots as ``{"unset": true}``.
+    Any decodable file gives a result: what does not follow docs/format.md is shown as
+    ``{"malformed": what it is}``, never followed or formatted."""
     types, records, root, _, _ = decode(data)
+    entries = [_type_entry(i, e) for i, e in enumerate(types)]
 
     def value(v, here):
         if type(v) is list:
-            return {"ref": v[0] + here if type(v[0]) is int and v[0] < 0 else v[0]}
+            if len(v) == 1 and type(v[0]) is int:
+                return {"ref": v[0] + here if v[0] < 0 else v[0]}
+            return {"malformed": f"an array of {len(v)} items where a value belongs"}
         if type(v) is bytes:
             return {"bytes": v.hex()}
         if type(v) is float and (v != v or v in (float("inf"), float("-inf"))):
@@ -101,20 +106,45 @@ def to_jsonable(data):
 
     out_records = []
     for i, rec in enumerate(records):
-        name, version, fields = types[rec[0]]
+        entry = entries[rec[0]]
         payload = [value(v, i) for v in rec[1:]]
-        entry = {"id": i, "type": name}
+        out = {"id": i, "type": entry["name"]}
+        fields = entry["fields"]
         if fields:
-            entry["fields"] = dict(zip(fields, payload))
+            out["fields"] = dict(zip(fields, payload))
             rest = payload[len(fields):]
             if rest:
-                entry["items"] = rest
+                out["items"] = rest
         else:
-            entry["args"] = payload
-        out_records.append(entry)
+            out["args"] = payload
+        out_records.append(out)
     return {
-        "format": VERSION,
-        "types": [{"name": n, "version": v, "fields": f} for n, v, f in types],
+        "format": data[4],
+        "types": entries,
         "root": value(root, len(records)),
         "records": out_records,
     }
+
+
+def _type_entry(index, entry):
+    """A type-table entry as a dict, or a FormatError naming it."""
+    if (type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str
+            or type(entry[1]) is not int or type(entry[2]) is not list
+            or not all(type(f) is str for f in entry[2])):
+        raise FormatError(f"type entry {index} is malformed: it must be [name, version, "
+                          f"[field names]]")
+    name, version, fields = entry
+    return {"name": name, "version": version, "fields": fields}
+
+
+def sizes_by_class(data):
+    """{type name: (records, encoded bytes)} of a save, for `autosave inspect`."""
+    types, records, _, _, _ = decode(data)
+    names = [_type_entry(i, e)["name"] for i, e in enumerate(types)]
+    out = {}
+    for rec in records:
+        name = names[rec[0]]
+        count, size = out.get(name, (0, 0))
+        out[name] = (count + 1, size + len(msgpack.packb(
+            rec, use_bin_type=True, unicode_errors="surrogatepass")))
+    return out
