@@ -37,11 +37,12 @@ class _ExtHook:
         raise FormatError(f"the save body holds msgpack extension type {code}")
 
 
-def decode(data):
+def decode(data, index=False):
     """bytes -> (types, records, root value, unset-slot markers, cycle marks), checked.
 
     Type indices come back normalised; ``closes_cycle[i]`` is 1 for records the writer
-    marked as referring to a later record."""
+    marked as referring to a later record. With ``index``, a sixth item lists for each
+    type the indices of its records (what the loader's limits look at)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"autosave.loads() takes bytes, not {type(data).__name__}")
     data = bytes(data)
@@ -70,6 +71,7 @@ def decode(data):
         raise FormatError("the save's type table and records must be arrays")
     ntypes = len(types)
     closes_cycle = bytearray(len(records))
+    by_type = [[] for _ in range(ntypes)] if index else None
     for i, rec in enumerate(records):
         if type(rec) is not list or not rec or type(rec[0]) is not int:
             raise FormatError(f"record {i} is malformed: a record is an array starting "
@@ -80,6 +82,10 @@ def decode(data):
             closes_cycle[i] = 1
         if t >= ntypes:
             raise FormatError(f"record {i} names type {t}, the type table has {ntypes}")
+        if by_type is not None:
+            by_type[t].append(i)
+    if index:
+        return types, records, root, ext_hook.unset, closes_cycle, by_type
     return types, records, root, ext_hook.unset, closes_cycle
 
 

@@ -14,7 +14,6 @@ the records before any object is built (docs/security.md, "Budgets").
 """
 
 from collections import Counter
-from itertools import islice
 
 from .errors import FormatError
 
@@ -25,19 +24,19 @@ def hash_budget(records):
     return (1 << 20) + 8 * len(records)
 
 
-def check_records(plans, records):
-    """Refuse, with the record index, a file whose records exceed the bounds above."""
+def check_records(plans, records, by_type):
+    """Refuse, with the record index, a file whose records exceed the bounds above.
+    ``by_type[t]`` lists the indices of the records of type ``t``."""
     dealloc = {t for t, p in enumerate(plans) if getattr(p, "c_dealloc", False)}
-    hashing = {t: p for t, p in enumerate(plans) if p.hashes}
+    hashing = {t for t, p in enumerate(plans) if p.hashes}
     if not (dealloc or hashing):
         return
-    c_hash = {t for t, p in enumerate(plans) if getattr(p, "hash_kind", 0) == 1}
-    by_value = {t for t, p in enumerate(plans) if getattr(p, "hash_kind", 0)}
+    found = sorted(i for t in dealloc | hashing for i in by_type[t])
     n = len(records)
     if dealloc:
         chain = {}
-        for i, rec in enumerate(records):
-            if rec[0] in dealloc and i not in chain:
+        for i in found:
+            if records[i][0] in dealloc and i not in chain and list in map(type, records[i]):
                 d = _fold(i, records, dealloc, max, chain, n)
                 if d > C_DEPTH:
                     raise FormatError(
@@ -46,25 +45,35 @@ def check_records(plans, records):
                         f"than about {C_DEPTH} without crashing")
     if not hashing:
         return
+    by_value = {t for t, p in enumerate(plans) if getattr(p, "hash_kind", 0)}
+    if not by_value:
+        return
+    c_hash = {t for t in by_value if plans[t].hash_kind == 1}
     budget = hash_budget(records)
     depth, size = {}, {}
     spent = 0
-    for i, rec in enumerate(records):
-        plan = hashing.get(rec[0])
-        if plan is None:
+    for i in found:
+        rec = records[i]
+        if rec[0] not in hashing:
             continue
+        plan = plans[rec[0]]
         part = plan.fill_finished or plan.build_finished
-        for j in _refs(rec, part, i, n) if part is not None else ():
+        if part is None:
+            continue
+        for j in _refs(rec, part, i, n):
             if records[j][0] not in by_value:
+                continue
+            if list not in map(type, records[j]):    # a key of plain values: one step
+                spent += 1
                 continue
             if records[j][0] in c_hash and _fold(j, records, c_hash, max, depth, n) > C_DEPTH:
                 raise FormatError(f"record {i} hashes record {j}, a chain of more than "
                                   f"{C_DEPTH} nested tuples or slices; CPython cannot hash "
                                   f"it without crashing")
             spent += _fold(j, records, by_value, _add_capped(budget), size, n)
-            if spent > budget:
-                raise FormatError(f"record {i}: hashing its keys would take more than "
-                                  f"{budget:,} steps (the keys share parts many times over)")
+        if spent > budget:
+            raise FormatError(f"record {i}: hashing its keys would take more than "
+                              f"{budget:,} steps (the keys share parts many times over)")
 
 
 def _add_capped(budget):
