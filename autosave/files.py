@@ -90,7 +90,10 @@ def save(path, root):
                 view = view[os.write(fd, view):]
             os.fsync(fd)
         except BaseException:
-            os.close(fd)
+            try:
+                os.close(fd)
+            except OSError:
+                pass                 # the first error is the one to report
             raise
         os.close(fd)                 # NFS reports some write errors only here
         os.replace(tmp, target)

@@ -276,9 +276,9 @@ def test_the_group_is_kept_when_the_owner_cannot_be(tmp_path, monkeypatch):
         if uid != -1:
             raise PermissionError(errno.EPERM, "not permitted")
 
-    monkeypatch.setattr(autosave.files.os, "fstat",
-                        lambda fd, real=os.fstat: os.stat_result(
-                            (me.st_mode, 0, 0, 1, me.st_uid + 1, me.st_gid + 1) + (0,) * 4))
+    # The new file, as that user makes it: owned by them, in their own group.
+    monkeypatch.setattr(autosave.files.os, "fstat", lambda fd: os.stat_result(
+        (me.st_mode, 0, 0, 1, me.st_uid + 1, me.st_gid + 1) + (0,) * 4))
     monkeypatch.setattr(autosave.files.os, "fchown", fchown)
     autosave.save(target, 2)
     assert calls == [(me.st_uid, me.st_gid), (-1, me.st_gid)]
@@ -362,6 +362,12 @@ def failing_after(calls, exc):
     return make
 
 
+def closing_then_failing(fd, real_close=os.close):
+    """close() as NFS may do it: the descriptor is gone, and a delayed write error told."""
+    real_close(fd)
+    raise OSError(errno.EDQUOT, "Disk quota exceeded")
+
+
 def os_write_partially(fd, data, real_write=os.write):
     return real_write(fd, bytes(data)[:max(1, len(data) // 3)])
 
@@ -371,7 +377,7 @@ def os_write_partially(fd, data, real_write=os.write):
     ("write", failing_after(2, OSError(errno.EIO, "I/O error")), OSError),
     ("write", failing_after(1, KeyboardInterrupt()), KeyboardInterrupt),
     ("fsync", failing_after(0, OSError(errno.EIO, "I/O error")), OSError),
-    ("close", failing_after(0, OSError(errno.EDQUOT, "Disk quota exceeded")), OSError),
+    ("close", lambda real: closing_then_failing, OSError),
     ("replace", failing_after(0, OSError(errno.EXDEV, "Invalid cross-device link")), OSError),
     ("replace", failing_after(0, PermissionError(errno.EACCES, "Permission denied")), OSError),
     ("fchmod", failing_after(0, OSError(errno.EIO, "I/O error")), OSError),
@@ -387,11 +393,6 @@ def test_a_failing_save_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
     if name == "write":
         # Short writes first, so that the save must loop to write everything.
         real = os_write_partially
-    closed = []
-    if name == "close":
-        def real(fd, real_close=os.close):
-            real_close(fd)       # the descriptor is gone even when close reports an error
-            closed.append(fd)
     with monkeypatch.context() as m:
         m.setattr(autosave.files.os, name, make(real))
         with pytest.raises(error):
@@ -449,3 +450,13 @@ def test_the_directory_is_flushed_after_the_rename(tmp_path, monkeypatch):
                                    real_fsync_directory(d))[1])
     autosave.save(tmp_path / "slot.sav", 1)
     assert events == ["replace", ("fsync dir", str(tmp_path))]
+
+
+def test_the_first_error_is_the_one_reported(tmp_path, monkeypatch):
+    monkeypatch.setattr(autosave.files.os, "fsync",
+                        failing_after(0, OSError(errno.ENOSPC, "No space left on device"))(None))
+    monkeypatch.setattr(autosave.files.os, "close", closing_then_failing)
+    with pytest.raises(OSError) as info:
+        autosave.save(tmp_path / "slot.sav", 1)
+    assert info.value.errno == errno.ENOSPC
+    assert os.listdir(tmp_path) == []
