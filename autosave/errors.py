@@ -50,3 +50,11 @@ class CorruptLogError(LoadError):
 class StaleGeneratedCodeError(Exception):
     """Generated save code no longer matches its class (raised with AUTOSAVE_STRICT=1;
     otherwise the class is saved by reflection with a warning)."""
+
+
+class ChecksumError(FormatError):
+    """A save's bytes differ from the ones written: its checksum does not match."""
+
+
+class TruncatedSaveError(FormatError):
+    """A save ends before the length its header announces (an interrupted copy or write)."""
