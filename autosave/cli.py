@@ -3,6 +3,8 @@
     autosave dump FILE [--out OUT]    a save as readable JSON
     autosave inspect FILE             a checkpoint log's history tree, checkpoints,
                                       bookmarks and sizes; or a save's sizes by class
+    autosave compat snapshot|check|verify   the release gate (autosave/compat/)
+    autosave diff A B                 two saves compared by structure
 
 Neither builds objects or imports anything a file names, so both are safe on any file.
 """
@@ -22,6 +24,7 @@ from .format import decode, to_jsonable
 from .log.file import MAGIC as LOG_MAGIC
 from .log.file import LogFile
 from .log.history import CheckpointLog
+from .compat.cli import add_parsers as add_compat_parsers
 
 
 def cmd_dump(args):
@@ -134,6 +137,7 @@ def build_parser():
     inspect.add_argument("file", help="a checkpoint log or a file written by autosave.save")
     inspect.add_argument("--top", type=int, default=15, help="classes to list (default 15)")
     inspect.set_defaults(run=cmd_inspect)
+    add_compat_parsers(sub)
     return parser
 
 
@@ -141,11 +145,11 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        args.run(args)
+        status = args.run(args)
     except (LoadError, OSError) as e:
         print(f"autosave {args.command}: {getattr(args, 'file', '')}: {e}", file=sys.stderr)
         return 2
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":
