@@ -113,7 +113,12 @@ class Walk:
 
     def show(self, side, value, here):
         if type(value) is list:
-            return f"<{side.name(side.target(value, here))}>"
+            j = side.target(value, here)
+            name = side.name(j)
+            record = side.records[j]
+            if name == "autosave.asset" and len(record) == 2 and type(record[1]) is str:
+                return f"<asset {record[1][:60]!r}>"
+            return f"<{name}>"
         if isinstance(value, msgpack.ExtType):
             return "<unset>"
         if type(value) is bytes:
