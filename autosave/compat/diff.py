@@ -57,6 +57,14 @@ class Side:
             raise FormatError(f"{which}: {e}") from None
         for t in range(len(self.types)):
             _entry(self.types, t, which)
+        # Every reference is checked once up front, so a malformed file is refused
+        # whole, not only where the walk happens to go.
+        for i, record in enumerate(self.records):
+            for value in record:
+                if type(value) is list:
+                    self.target(value, i)
+        if type(self.root) is list:
+            self.target(self.root, len(self.records))
 
     def target(self, value, here):
         r = value[0] if value else None
