@@ -54,7 +54,7 @@ def test_verify_reports_each_file_and_refuses_untrusted_saves(tmp_path, capsys):
                [[1, "os.system"]], [-1])
     (corpus / "1.0" / "evil.sav").write_bytes(evil)
     (corpus / "README").write_text("saves of release 1.0")
-    status, out, err = run(["compat", "verify", "tests", "--saves", str(corpus)], capsys)
+    status, out, err = run(["compat", "verify", __name__, "--saves", str(corpus)], capsys)
     assert status == 1, err
     lines = {line.split()[-1] if line.startswith("skipped") else line.split()[1]: line
              for line in out.splitlines()[:-1]}
@@ -68,7 +68,7 @@ def test_verify_a_corrupt_save_is_exit_2_and_named(tmp_path, capsys):
     autosave.save(tmp_path / "good.sav", Npc("a", 3))
     data = (tmp_path / "good.sav").read_bytes()
     (tmp_path / "cut.sav").write_bytes(data[:-3])
-    status, out, _ = run(["compat", "verify", "tests", "--saves", str(tmp_path),
+    status, out, _ = run(["compat", "verify", __name__, "--saves", str(tmp_path),
                           "--format", "json"], capsys)
     files = {Path(f["path"]).name: f for f in json.loads(out)["files"]}
     assert status == 2
@@ -80,7 +80,7 @@ def test_verify_holds_records_to_the_declared_types(tmp_path, capsys):
     """A save whose Npc.hp holds a str loads, but does not match `hp: int`."""
     autosave.save(tmp_path / "good.sav", Npc("a", 3))
     autosave.save(tmp_path / "bad.sav", Npc("a", "three"))
-    status, out, _ = run(["compat", "verify", "tests", "--saves", str(tmp_path),
+    status, out, _ = run(["compat", "verify", __name__, "--saves", str(tmp_path),
                           "--format", "github"], capsys)
     assert status == 1
     (line,) = out.splitlines()
@@ -91,7 +91,7 @@ def test_verify_holds_records_to_the_declared_types(tmp_path, capsys):
     ("nowhere", "no such save file or directory"), ("empty", "holds no autosave save")])
 def test_verify_without_a_corpus_is_exit_2(tmp_path, capsys, saves, message):
     (tmp_path / "empty").mkdir()
-    status, _, err = run(["compat", "verify", "tests", "--saves", str(tmp_path / saves)],
+    status, _, err = run(["compat", "verify", __name__, "--saves", str(tmp_path / saves)],
                          capsys)
     assert status == 2 and message in err
 
