@@ -208,3 +208,47 @@ def test_compat_example_baseline_is_release_1_as_committed():
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == json.loads((example / "compat" / "1.0.json").read_text())
+
+
+def test_verify_loads_every_checkpoint_of_a_log(tmp_path, capsys):
+    import autosave.registry
+    from modtools import fresh_name, load_module, unload
+    name = fresh_name("logged")
+    game = load_module(name, """
+        import attrs, autosave
+        @autosave.save_root
+        @attrs.define
+        class Hero:
+            hp: int
+        """)
+    path = tmp_path / "profile.log"
+    try:
+        with autosave.CheckpointLog.open(path, checkpoint_every=2) as log:
+            log.enter("chapter1")
+            for hp in range(5):
+                log.step(game.Hero(hp))
+            log.globals["ngplus"] = 1
+        status, out, _ = run(["compat", "verify", name, "--saves", str(path)], capsys)
+        assert status == 0 and out.startswith("ok") and "3 checkpoints load" in out
+        # the next build renamed Hero without an alias: every checkpoint names it
+        load_module(name, """
+            import attrs, autosave
+            @autosave.save_root
+            @attrs.define
+            class Champion:
+                hp: int
+            """)
+        # a new build's process would not know the old class at all
+        autosave.registry.REGISTRY.by_name.pop(f"{name}.Hero")
+        status, out, _ = run(["compat", "verify", name, "--saves", str(path)], capsys)
+    finally:
+        unload(name)
+    assert status == 1 and out.startswith("incompatible")
+    assert "IncompatibleSaveError: the checkpoint of 'chapter1' at step 0" in out
+
+
+def test_verify_a_forged_log_is_corrupt(tmp_path, capsys):
+    from autosave.log.file import MAGIC as LOG_MAGIC
+    (tmp_path / "forged.log").write_bytes(LOG_MAGIC + bytes(range(256)) * 40)
+    status, out, _ = run(["compat", "verify", __name__, "--saves", str(tmp_path)], capsys)
+    assert status == 2 and out.startswith("corrupt") and "forged.log" in out

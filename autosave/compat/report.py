@@ -84,7 +84,8 @@ def check_github(findings, unused):
 
 
 def verify_text(results):
-    lines = [f"{r.status:<12} {r.path}" + (f": {r.error}: {r.message}" if r.message else "")
+    lines = [f"{r.status:<12} {r.path}" + (f": {r.error}: {r.message}" if r.error else
+                                           f": {r.message}" if r.message else "")
              for r in results]
     counts = {}
     for r in results:

@@ -13,13 +13,17 @@ the upgrade hooks converted them.
 import os
 import types
 import typing
+import zlib
 
 import attrs
 
 from ..adapters import ADAPTERS_BY_NAME
-from ..errors import CorpusError, FormatError, LoadError
+from ..errors import CorpusError, CorruptLogError, FormatError, LoadError
 from ..files import loads
 from ..format import ABSENT, MAGIC, STATE_FIELDS, decode
+from ..log.file import MAGIC as LOG_MAGIC
+from ..log.file import PAYLOAD, LogFile
+from ..log.history import CheckpointLog
 from ..registry import REGISTRY
 from ..schema import schema_of
 
@@ -57,20 +61,58 @@ def verify_file(path):
             data = f.read()
     except OSError as e:
         return FileResult(path, CORRUPT, type(e).__name__, e.strerror or str(e))
+    if data.startswith(LOG_MAGIC):
+        return verify_log(path)
     if not data.startswith(MAGIC):
-        return FileResult(path, SKIPPED, None, "not an autosave save (no \\x89ASV magic)")
+        return FileResult(path, SKIPPED, None, "not an autosave save or checkpoint log")
+    return verify_save(path, data)
+
+
+def verify_save(path, data, where=""):
     try:
         loads(data)
     except FormatError as e:
-        return FileResult(path, CORRUPT, type(e).__name__, str(e))
+        return FileResult(path, CORRUPT, type(e).__name__, where + str(e))
     except LoadError as e:
-        return FileResult(path, INCOMPATIBLE, type(e).__name__, str(e))
+        return FileResult(path, INCOMPATIBLE, type(e).__name__, where + str(e))
     except Exception as e:       # a game's own hook failing is this build's problem too
-        return FileResult(path, INCOMPATIBLE, type(e).__name__, str(e))
+        return FileResult(path, INCOMPATIBLE, type(e).__name__, where + str(e))
     mismatches = type_mismatches(data)
     if mismatches:
-        return FileResult(path, MISTYPED, "TypeMismatch", "; ".join(mismatches))
+        return FileResult(path, MISTYPED, "TypeMismatch", where + "; ".join(mismatches))
     return FileResult(path, OK)
+
+
+def verify_log(path):
+    """A checkpoint log: its globals and every checkpoint of every node are saves."""
+    try:
+        file = LogFile(path, writable=False)
+    except LoadError as e:
+        return FileResult(path, CORRUPT, type(e).__name__, str(e))
+    with file:
+        try:
+            log = CheckpointLog(file, checkpoint_every=1)      # loads the globals
+        except FormatError as e:
+            return FileResult(path, CORRUPT, type(e).__name__, str(e))
+        except LoadError as e:
+            status = CORRUPT if isinstance(e, CorruptLogError) else INCOMPATIBLE
+            return FileResult(path, status, type(e).__name__, f"the log's globals: {e}")
+        checked = 0
+        for record in log.records.values():
+            for step, offset in sorted(record.checkpoints.items()):
+                where = f"the checkpoint of {record.name!r} at step {step}: "
+                try:
+                    kind, payload = file.read(offset)
+                    if kind != PAYLOAD:
+                        raise ValueError(f"a record of kind {kind}")
+                    data = zlib.decompress(payload)
+                except (ValueError, zlib.error, LoadError) as e:
+                    return FileResult(path, CORRUPT, type(e).__name__, where + str(e))
+                result = verify_save(path, data, where)
+                if result.status != OK:
+                    return result
+                checked += 1
+    return FileResult(path, OK, None, f"checkpoint log: {checked} checkpoints load")
 
 
 def verify(paths):
