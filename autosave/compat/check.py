@@ -157,11 +157,25 @@ class Checker:
                      f"@save_root")
         elif new.get("root") and not old.get("root"):
             self.add("ROOT_ADDED", stable, None, at(new), f"{stable} is a @save_root now", "-")
+        self.compare_strategy(stable, old, new)
         if old["strategy"] == "enum" and new["strategy"] == "enum":
             self.compare_members(stable, old, new)
         hooked = self.compare_versions(stable, old, new)
         if old["strategy"] == "instance" and new["strategy"] == "instance":
             self.compare_fields(stable, old, new, hooked)
+
+    def compare_strategy(self, stable, old, new):
+        before, now = old["strategy"], new["strategy"]
+        if before == now:
+            return
+        if before == "instance" and now in ("state", "reduce"):
+            self.add("CLASS_KIND_ADOPTED", stable, None, at(new),
+                     f"{stable} is saved through {now} now; old records load field by "
+                     f"field", "-")
+        else:
+            self.add("CLASS_KIND_CHANGED", stable, None, at(new),
+                     f"{stable} was saved as {before} and is saved as {now} now; old "
+                     f"records cannot be read the new way")
 
     def compare_members(self, stable, old, new):
         now = new.get("members", [])

@@ -36,6 +36,16 @@ RULES = {r.id: r for r in [
          "saves hold the stable name, not the Python path", "-"),
     Rule("CLASS_ADDED", INFO, "a class the baseline did not have",
          "no old save holds it", "-"),
+    Rule("CLASS_KIND_CHANGED", BREAKING,
+         "how the class is saved changed in a way old records cannot follow: to or from "
+         "an enum, from __getstate__/__setstate__ or __reduce__ to anything else",
+         "old records hold a member name, a state or constructor arguments the class no "
+         "longer reads",
+         "keep the class saved the old way, or give the new one a new stable name"),
+    Rule("CLASS_KIND_ADOPTED", INFO,
+         "a class saved field by field now defines __getstate__/__setstate__ or "
+         "__reduce__",
+         "old records are still read field by field", "-"),
     Rule("ALIAS_REMOVED", WARNING,
          "an alias the baseline class had is gone",
          "saves of releases older than the baseline that hold the alias stop loading; "

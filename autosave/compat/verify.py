@@ -70,10 +70,14 @@ def verify_file(path):
 
 def verify_save(path, data, where=""):
     try:
-        loads(data)
+        decode(data)
     except FormatError as e:
         return FileResult(path, CORRUPT, type(e).__name__, where + str(e))
+    try:
+        loads(data)
     except LoadError as e:
+        # The bytes are well-formed (they decoded): a record that no longer fits its class
+        # (a FormatError raised while building) is this build's doing, not the file's.
         return FileResult(path, INCOMPATIBLE, type(e).__name__, where + str(e))
     except Exception as e:       # a game's own hook failing is this build's problem too
         return FileResult(path, INCOMPATIBLE, type(e).__name__, where + str(e))
