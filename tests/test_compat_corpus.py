@@ -197,6 +197,8 @@ def test_compat_example_judges_release_2_compatible():
     assert done.returncode == 0, done.stdout + done.stderr
     assert "CLASS_RENAMED" in done.stdout and "compatible: 0 breaking" in done.stdout
     assert "2 ok" in done.stdout and "root.gold: 100 -> 130" in done.stdout
+    assert "root.stock[0].rarity: 'shop.Rarity.COMMON' -> 'shop.Rarity.RARE'" in done.stdout
+    assert "root.stock[1]: item removed (was \"<asset 'items/potion'>\")" in done.stdout
 
 
 def test_compat_example_baseline_is_release_1_as_committed():

@@ -326,13 +326,12 @@ class Checker:
             now = new["labels"].get(label)
             if now is None:
                 text = info.get("text", label)
-                self.add("COROUTINE_LABEL_REMOVED", function, label,
-                         (old.get("file"), info.get("source_line")),
+                self.add("COROUTINE_LABEL_REMOVED", function, label, at(new),
                          f"coroutine {function} no longer has the resume point {label!r}: "
                          f"`{text}` at {old.get('file')}:{info.get('source_line')} in the "
                          f"baseline; a save parked there cannot resume",
                          f"restore `{text}` (same statement, same enclosing blocks) in "
-                         f"{function}", in_baseline=True)
+                         f"{function}")
             elif detailed:
                 self.compare_live(function, label, {v["name"] for v in info.get("live", [])},
                                   now.get("live", []), (new.get("file"), now.get("source_line")))

@@ -15,6 +15,7 @@ from collections import Counter, deque
 import attrs
 import msgpack
 
+from ..adapters import ADAPTERS_BY_NAME
 from ..errors import FormatError
 from ..format import decode
 
@@ -161,6 +162,10 @@ class Walk:
             return
         rec_a, rec_b = self.a.records[i], self.b.records[j]
         fields_a, fields_b = self.a.fields(i), self.b.fields(j)
+        if self.enum_like(name_a, rec_a, fields_a) and self.enum_like(name_b, rec_b, fields_b):
+            if rec_a[1] != rec_b[1]:
+                self.change(path, "value", f"{name_a}.{rec_a[1]}", f"{name_b}.{rec_b[1]}")
+            return
         if fields_a or fields_b:
             self.fields(path, i, rec_a, fields_a, j, rec_b, fields_b)
             rest_a, rest_b = rec_a[1 + len(fields_a):], rec_b[1 + len(fields_b):]
@@ -172,6 +177,13 @@ class Walk:
             self.members(path, i, rest_a, j, rest_b)
         else:
             self.items(path, i, rest_a, j, rest_b)
+
+    @staticmethod
+    def enum_like(name, record, fields):
+        """An enum member's record: a class (not an autosave adapter) without fields
+        whose record holds one name. Shown as Color.RED, not as an item list."""
+        return (not fields and len(record) == 2 and type(record[1]) is str
+                and name not in ADAPTERS_BY_NAME)
 
     def fields(self, path, i, rec_a, fields_a, j, rec_b, fields_b):
         b_at = {f: k for k, f in enumerate(fields_b, 1)}
