@@ -230,6 +230,11 @@ def test_against_reads_the_baselines_of_a_git_ref(tmp_path, capsys, monkeypatch)
     status, _, err = run(["compat", "check", c, "--against", "v1.0", "--baseline-path",
                           "elsewhere"], capsys)
     assert status == 2 and "elsewhere" in err
+    status, _, err = run(["compat", "check", c, "--against", "v1.0", "--baseline-path",
+                          str(tmp_path / "compat")], capsys)
+    assert status == 2 and "inside the repository" in err
+    status, _, err = run(["compat", "check", c, "--against=--output=x"], capsys)
+    assert status == 2 and "is not a git ref" in err
 
 
 # -- accepted breaks -------------------------------------------------------------------------
@@ -321,3 +326,19 @@ def test_compare_is_pure_on_documents():
     base, cur = model.parse(release(), "b"), model.parse(release(assets=[]), "c")
     first = compare(base, cur)
     assert first == compare(base, cur) and [f.rule for f in first] == ["ASSET_REMOVED"]
+
+
+def test_a_minimal_baseline_entry_reads_with_the_documented_defaults(tmp_path, capsys):
+    base = {"autosave_manifest": 1, "classes": {"shop.Item": {
+        "class": "shop.Item", "version": 1, "strategy": "instance",
+        "fields": [{"name": "name"}, {"name": "price"}]}}}
+    status, report, err = check(tmp_path, capsys, base, release())
+    assert status == 0, err
+    assert {f["rule"] for f in report["findings"]} == {"CLASS_ADDED", "BASELINE_INCOMPLETE"}
+    base["classes"]["shop.Item"]["fields"].append({"name": "weight", "transient": True})
+    current = release()
+    current["classes"]["shop.Item"]["fields"].append(field("weight"))
+    status, report, _ = check(tmp_path, capsys, base, current)
+    assert status == 1
+    assert [f["rule"] for f in report["findings"] if f["breaking"]] == [
+        "FIELD_NOW_SAVED_NO_DEFAULT"]

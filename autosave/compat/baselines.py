@@ -43,8 +43,11 @@ def git(args, what):
 def from_git(ref, path):
     if not ref or ref.startswith("-"):
         raise BaselineError(f"--against {ref!r} is not a git ref")
-    rel = "./" + path.strip("/").removeprefix("./") if not path.startswith("/") else path
     what = f"{ref}:{path}"
+    if os.path.isabs(path):
+        raise BaselineError(f"{what}: with --against, the baseline path is a path inside the "
+                            f"repository, relative to the current directory")
+    rel = "./" + path.strip("/").removeprefix("./")
     kind = git(["cat-file", "-t", f"{ref}:{rel}"], what).decode().strip()
     if kind == "blob":
         files = [rel]

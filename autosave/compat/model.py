@@ -92,6 +92,17 @@ def _class_entry(name, entry, source):
               f"{fw}.default must be an object or null")
     if "members" in entry:
         _str_list(entry["members"], f"{where}.members", source)
+    # Optional keys get their meaning in a format 1 document, so the checker reads
+    # every entry the same way.
+    entry.setdefault("aliases", [])
+    entry.setdefault("root", False)
+    entry.setdefault("fields", [])
+    entry.setdefault("upgrades", [])
+    for field in fields:
+        field.setdefault("type", None)
+        field.setdefault("transient", False)
+        field.setdefault("default", None)
+        field.setdefault("declared", True)
     upgrades = entry.get("upgrades", [])
     _need(type(upgrades) is list and all(type(u) is dict and type(u.get("from")) is int
                                          for u in upgrades), source,
