@@ -149,6 +149,7 @@ def class_entry(cls):
         "class": f"{cls.__module__}.{cls.__qualname__}",
         "version": schema.version,
         "strategy": schema.strategy,
+        "base": schema.base.__name__ if schema.base is not None else None,
         "generated": kind if kind in ("slots", "dict") else None,
         "aliases": aliases,
         "root": bool(cls.__dict__.get("__autosave_root__", False)),

@@ -342,3 +342,17 @@ def test_a_minimal_baseline_entry_reads_with_the_documented_defaults(tmp_path, c
     assert status == 1
     assert [f["rule"] for f in report["findings"] if f["breaking"]] == [
         "FIELD_NOW_SAVED_NO_DEFAULT"]
+
+
+@pytest.mark.parametrize("old_base, new_base, breaking", [
+    (None, "str", True), ("list", None, True), ("tuple", "list", True),
+    (None, "list", False), (None, None, False)])
+def test_a_changed_builtin_base_is_a_changed_kind(tmp_path, capsys, old_base, new_base,
+                                                  breaking):
+    base, current = release(), release()
+    base["classes"]["shop.Item"]["base"] = old_base
+    current["classes"]["shop.Item"]["base"] = new_base
+    status, report, _ = check(tmp_path, capsys, base, current)
+    assert status == (1 if breaking else 0)
+    assert [f["rule"] for f in report["findings"]] == (["CLASS_KIND_CHANGED"] if breaking
+                                                        else [])

@@ -166,6 +166,16 @@ class Checker:
 
     def compare_strategy(self, stable, old, new):
         before, now = old["strategy"], new["strategy"]
+        old_base, new_base = old.get("base", new.get("base")), new.get("base")
+        # A record of a class extending a builtin carries its value or items after the
+        # fields; only list, dict and set fill from none.
+        if before == now == "instance" and old_base != new_base and not (
+                old_base is None and new_base in ("list", "dict", "set")):
+            self.add("CLASS_KIND_CHANGED", stable, None, at(new),
+                     f"{stable} extended {old_base or 'no builtin type'} and extends "
+                     f"{new_base or 'no builtin type'} now; old records do not hold what "
+                     f"the new base needs")
+            return
         if before == now:
             return
         if before == "instance" and now in ("state", "reduce"):

@@ -38,7 +38,8 @@ RULES = {r.id: r for r in [
          "no old save holds it", "-"),
     Rule("CLASS_KIND_CHANGED", BREAKING,
          "how the class is saved changed in a way old records cannot follow: to or from "
-         "an enum, from __getstate__/__setstate__ or __reduce__ to anything else",
+         "an enum, from __getstate__/__setstate__ or __reduce__ to anything else, or "
+         "the builtin type it extends (str, int, tuple...) changed",
          "old records hold a member name, a state or constructor arguments the class no "
          "longer reads",
          "keep the class saved the old way, or give the new one a new stable name"),
