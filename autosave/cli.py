@@ -3,6 +3,8 @@
     autosave dump FILE [--out OUT]    a save as readable JSON
     autosave inspect FILE             a checkpoint log's history tree, checkpoints,
                                       bookmarks and sizes; or a save's sizes by class
+    autosave compat snapshot|check|verify   the release gate (autosave/compat/)
+    autosave diff A B                 two saves compared by structure
 
 Neither builds objects or imports anything a file names, so both are safe on any file.
 """
@@ -20,6 +22,7 @@ from .format import sizes_by_class, to_jsonable
 from .log.file import MAGIC as LOG_MAGIC
 from .log.file import LogFile
 from .log.history import CheckpointLog
+from .compat.cli import add_parsers as add_compat_parsers
 
 
 def cmd_dump(args):
@@ -133,6 +136,7 @@ def build_parser():
     inspect.add_argument("file", help="a checkpoint log or a file written by autosave.save")
     inspect.add_argument("--top", type=int, default=15, help="classes to list (default 15)")
     inspect.set_defaults(run=cmd_inspect)
+    add_compat_parsers(sub)
     return parser
 
 
@@ -140,7 +144,7 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        args.run(args)
+        status = args.run(args)
     except (LoadError, OSError) as e:
         print(_one_line(f"autosave {args.command}: {getattr(args, 'file', '')}: {e}"),
               file=sys.stderr)
@@ -150,7 +154,7 @@ def main(argv=None):
                         f"error ({type(e).__name__}: {e}); please report it with the file"),
               file=sys.stderr)
         return 2
-    return 0
+    return status or 0
 
 
 def _one_line(text):
