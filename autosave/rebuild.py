@@ -78,10 +78,13 @@ class StatePlan:
     mutable, has_fill = True, True
     build_finished, fill_finished, hashes = None, slice(1, None), False
 
-    def __init__(self, cls):
+    def __init__(self, cls, saved_version=None):
         self.cls = cls
         self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
         self.hash_kind = 0 if cls.__hash__ in (object.__hash__, None) else 2
+        self.schema = schema_of(cls)
+        self.saved_version = self.schema.version if saved_version is None else saved_version
+        self.upgrades = upgrade_chain(self.schema, self.saved_version)
 
     def allocate(self, rec):
         if len(rec) > 2:
@@ -92,6 +95,13 @@ class StatePlan:
         if len(vals) < 2:
             return
         state = vals[1]
+        if self.upgrades:
+            # a state class's hooks take its state dict, as they take others' fields
+            if type(state) is not dict:
+                raise IncompatibleSaveError(
+                    f"{self.schema.name} version {self.saved_version} was saved with a "
+                    f"{type(state).__name__} state; upgrade hooks take a dict state")
+            state = run_upgrades(self.schema, self.saved_version, self.upgrades, state)
         setstate = bound_hook(obj, "__setstate__")
         try:
             if setstate is not None:
@@ -128,19 +138,8 @@ class InstancePlan:
         hash_ = cls.__hash__
         self.hash_kind = (1 if hash_ is tuple.__hash__ else
                           0 if hash_ in (object.__hash__, None, frozenset.__hash__) else 2)
-        if saved_version > schema.version:
-            raise IncompatibleSaveError(
-                f"the save holds {schema.name} version {saved_version}, newer than this "
-                f"game's version {schema.version}")
-        self.upgrades = []
-        for v in range(saved_version, schema.version):
-            hook = REGISTRY.upgrades.get((schema.name, v))
-            if hook is None:
-                raise IncompatibleSaveError(
-                    f"the save holds {schema.name} version {saved_version}; version "
-                    f"{schema.version} needs an @autosave.upgrade({schema.name!r}, "
-                    f"from_version={v}) hook")
-            self.upgrades.append(hook)
+        self.saved_version = saved_version
+        self.upgrades = upgrade_chain(schema, saved_version)
         self.slots = frozenset(schema.slots)
         self.setters = []           # (record position, name, is_slot)
         for pos, name in enumerate(fields, 1):
@@ -152,16 +151,18 @@ class InstancePlan:
                 self.setters.append((pos, name, False))
         present = set(fields) - schema.transient
         self.defaults = []          # (name, FieldDefault) to apply after the fields
-        for name in schema.declared or ():
-            if name in present and not self.upgrades:
-                continue
-            d = schema.defaults.get(name)
-            if d is not None and d.exists:
-                self.defaults.append((name, d))
-            elif name not in schema.transient and not self.upgrades:
-                raise IncompatibleSaveError(
-                    f"{schema.name} has a field {name!r} the save does not hold, and the "
-                    f"field has no default; give it a default or an @autosave.upgrade hook")
+        if not self.upgrades:       # with hooks, what they return decides (fill_upgraded)
+            for name in schema.declared or ():
+                if name in present:
+                    continue
+                d = schema.defaults.get(name)
+                if d is not None and d.exists:
+                    self.defaults.append((name, d))
+                elif name not in schema.transient:
+                    raise IncompatibleSaveError(
+                        f"{schema.name} has a field {name!r} the save does not hold, and "
+                        f"the field has no default; give it a default or an "
+                        f"@autosave.upgrade hook")
         self.new = (base or object).__new__
         self.create = self.create_from_record = None
         simple = not self.upgrades and not self.defaults and base is None
@@ -252,29 +253,61 @@ class InstancePlan:
                 fields[name] = v
             elif name in self.slots:
                 self.unset_slots += 1
-        for hook in self.upgrades:
-            try:
-                fields = hook(fields)
-            except Exception as e:
-                raise IncompatibleSaveError(
-                    f"upgrade hook {hook.__qualname__} for {self.schema.name} failed: "
-                    f"{describe(e)}") from e
-            if not isinstance(fields, dict):
-                raise IncompatibleSaveError(
-                    f"upgrade hook {hook.__qualname__} for {self.schema.name} must return "
-                    f"the field dict, returned {type(fields).__name__}")
+        schema = self.schema
+        fields = run_upgrades(schema, self.saved_version, self.upgrades, fields)
+        declared = schema.declared
         for name, value in fields.items():
-            if name not in self.schema.transient:
-                self.set_field(obj, name, value)
-        for name in self.schema.declared:
-            if name not in fields and name not in self.schema.transient:
-                d = self.schema.defaults.get(name)
-                if d is None or not d.exists:
-                    raise IncompatibleSaveError(
-                        f"{self.schema.name} field {name!r} is missing after the upgrade "
-                        f"hooks ran, and it has no default")
+            if name not in schema.transient:
+                self.set_field(obj, name, value)     # a field the class lost is dropped
+        for name in declared or ():
+            if name in fields or name in schema.transient:
+                continue
+            d = schema.defaults.get(name)
+            if d is None or not d.exists:
+                raise IncompatibleSaveError(
+                    f"{schema.name} field {name!r} has no value after the upgrade hooks from "
+                    f"version {self.saved_version} ran, and no default; the hook for "
+                    f"version {schema.version - 1} must supply it")
+            self.set_field(obj, name, d.make(obj))
 
 
+def upgrade_chain(schema, saved_version):
+    """The hooks taking a save of ``saved_version`` to the class's version, in order."""
+    if type(saved_version) is not int or saved_version < 1:
+        raise FormatError(f"the save's version of {schema.name} is not a positive int")
+    if saved_version > schema.version:
+        raise IncompatibleSaveError(
+            f"the save holds {schema.name} version {saved_version}, newer than this "
+            f"game's version {schema.version}")
+    chain = []
+    for v in range(saved_version, schema.version):
+        hook = REGISTRY.upgrades.get((schema.name, v))
+        if hook is None:
+            raise IncompatibleSaveError(
+                f"the save holds {schema.name} version {saved_version}; version "
+                f"{schema.version} needs an @autosave.upgrade({schema.name!r}, "
+                f"from_version={v}) hook")
+        chain.append(hook)
+    return chain
+
+
+def run_upgrades(schema, saved_version, hooks, fields):
+    """The field dict after every hook of the chain, each checked to return a dict of
+    str keys."""
+    for v, hook in enumerate(hooks, saved_version):
+        try:
+            fields = hook(fields)
+        except LoadError:
+            raise
+        except Exception as e:
+            raise IncompatibleSaveError(
+                f"upgrade hook {hook.__qualname__} for {schema.name} version {v} failed: "
+                f"{describe(e)}") from e
+        if type(fields) is not dict or not all(type(k) is str for k in fields):
+            raise IncompatibleSaveError(
+                f"upgrade hook {hook.__qualname__} for {schema.name} version {v} must "
+                f"return the field dict (str keys), returned a {type(fields).__name__}")
+    return fields
 
 
 # -- type entries -> plans ---------------------------------------------------------------
@@ -299,7 +332,7 @@ def plan_for(index, entry):
     if schema.strategy == "enum":
         return EnumPlan(cls)
     if fields == list(STATE_FIELDS):
-        return StatePlan(cls)
+        return StatePlan(cls, version)
     return InstancePlan(cls, name, version, fields)
 
 
