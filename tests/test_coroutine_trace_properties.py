@@ -8,6 +8,8 @@ inside finally), all loops bounded. Each program is rendered to source and built
 and transformed (see coroutine_oracle).
 """
 
+import os
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,7 +20,9 @@ from coroutine_oracle import Pair, check, pair
 # while suspended, reports "generator ignored GeneratorExit" (natively too).
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=False,
+# CI runs a fixed, seeded set; AUTOSAVE_FUZZ_EXAMPLES=N explores N fresh random ones.
+FUZZ = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "0"))
+SETTINGS = settings(max_examples=FUZZ or 60, deadline=None, derandomize=not FUZZ,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 PRELUDE = '''
