@@ -19,7 +19,7 @@ from .errors import (
     TruncatedSaveError,
     UntrustedTypeError,
 )
-from .files import dumps, load, loads, save
+from .files import copy, dump, dumps, load, loads, save
 from .log import Bookmark, CheckpointLog, LogLockedError, Position
 from .registry import allow, asset, assets, save_root, saveable, upgrade
 from .schema import transient
@@ -28,7 +28,7 @@ from .coroutines import adapter as _coroutine_adapter  # noqa: F401  (registers 
 
 __all__ = [
     "save_root", "saveable", "transient", "upgrade", "asset", "assets", "allow", "coroutine",
-    "dumps", "loads", "save", "load",
+    "dumps", "loads", "save", "load", "dump", "copy",
     "CheckpointLog", "Position", "Bookmark", "LogLockedError",
     "SaveError", "LoadError", "FormatError", "UntrustedTypeError",
     "IncompatibleSaveError", "CorruptLogError", "StaleGeneratedCodeError", "CoroutineError",
@@ -36,3 +36,8 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def __dir__():
+    # The public face only: the package's modules (walk, rebuild, ...) are private.
+    return sorted([*__all__, "__version__"])

@@ -16,6 +16,7 @@ import sys
 import zlib
 
 
+from . import __version__
 from .errors import LoadError
 from .format import MAGIC as SAVE_MAGIC
 from .format import sizes_by_class, to_jsonable
@@ -119,6 +120,7 @@ def print_sizes_by_class(data, top, indent):
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="autosave", description="Inspect autosave files.")
+    parser.add_argument("--version", action="version", version=f"autosave {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     dump = sub.add_parser("dump", help="print a save as readable JSON",
                           description="Print a save as JSON: its type table and every record, "

@@ -249,15 +249,49 @@ def _copy_owner_and_mode(fd, old):
             raise                    # file systems without modes refuse; keep what they gave
 
 
-def load(path):
-    """Load a file written by ``save``."""
-    with open(path, "rb") as f:
-        data = f.read()
+def load(file):
+    """Load a save from a path, or from a binary file object open for reading (as
+    ``pickle.load`` takes one): the file's remaining bytes are the save."""
+    if hasattr(file, "read"):
+        data = file.read()
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError(f"autosave.load() needs a binary file, {type(file).__name__}.read() "
+                            f"returned {type(data).__name__}; open it with 'rb'")
+        where = getattr(file, "name", None)
+    else:
+        with open(file, "rb") as f:
+            data = f.read()
+        where = os.fspath(file)
     try:
         return loads(data)
     except Exception as e:
-        e.add_note(f"while loading {os.fspath(path)}")
+        if where is not None:
+            e.add_note(f"while loading {where}")
         raise
+
+
+def dump(root, file):
+    """Write the save of ``root`` to a binary file object open for writing (as
+    ``pickle.dump`` does); returns the number of bytes. Not atomic: for a save slot
+    on disk, ``save(path, root)`` replaces the file only once the new one is whole."""
+    if not hasattr(file, "write"):
+        raise TypeError(f"autosave.dump() writes to a binary file object, not a "
+                        f"{type(file).__name__}; to write a path use autosave.save(path, root)")
+    data = dumps(root)
+    view = memoryview(data)
+    while view:                      # a raw file may take fewer bytes than offered
+        written = file.write(view)
+        if written is None:          # a non-blocking raw file that would block
+            raise BlockingIOError(errno.EAGAIN, "autosave.dump(): the file would block")
+        view = view[written:]
+    return len(data)
+
+
+def copy(root):
+    """A deep copy of everything reachable from ``root``, made through a save and a
+    load: what games use for undo, rollback and look-ahead. Shares assets, aliases and
+    cycles exactly as a save would."""
+    return loads(dumps(root))
 
 
 def fsync_directory(directory):

@@ -609,7 +609,7 @@ def _swap_key(root):
 @pytest.mark.xfail(strict=True, reason=(
     "autosave bug: DictIteratorAdapter.parts takes any RuntimeError from __reduce__ for "
     "'changed size'; after keys were replaced at the same size the loaded iterator raises "
-    "'dictionary changed size during iteration' at once instead of going on (FINDINGS D)"))
+    "'dictionary changed size during iteration' at once instead of going on"))
 def test_for_over_dict_whose_keys_changed_at_the_same_size():
     # natively: the loop goes on over the entries, then "dictionary keys changed during
     # iteration" once it finds more keys than the dict had
@@ -841,8 +841,7 @@ def test_starred_call_arguments_from_yields(make):
 @pytest.mark.xfail(strict=True, reason=(
     "autosave bug: f(*(yield), **(yield)) with a non-iterable sent first raises 'Value "
     "after * must be an iterable' at once; natively the ** operand is evaluated (and "
-    "yielded for) first, then the call raises 'argument after ** must be a mapping' "
-    "(FINDINGS J)"))
+    "yielded for) first, then the call raises 'argument after ** must be a mapping'"))
 def test_starred_call_argument_errors_come_in_native_order():
     check(STARRED, "starred_call(log)", [("next",), ("next",), ("next",), ("next",)])
 
@@ -1362,7 +1361,7 @@ def fails(log, how):
                  marks=pytest.mark.xfail(strict=True, reason=(
                      "autosave limitation: a bare raise after a load re-raises the handled "
                      "exception with its traceback at the try statement, not at the yield it "
-                     "was thrown in at, as natively (FINDINGS F)"))),
+                     "was thrown in at, as natively"))),
     (None, [("next",), ("next",), ("next",), ("next",), ("throw", Exception, ())]),
     (None, [("next",)] * 6),
 ])

@@ -14,6 +14,7 @@ import collections.abc
 import sys
 import types
 import warnings
+from copy import deepcopy as _deepcopy
 
 NOT_STARTED, RUNNING, DONE = 0, -1, -2
 _PY312 = sys.version_info >= (3, 12)
@@ -28,6 +29,12 @@ class _Unbound:
 
     def __reduce__(self):
         raise TypeError("the unbound marker of a coroutine frame is never saved")
+
+    def __copy__(self):
+        return self                  # a singleton: copies of a frame share it
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 UNBOUND = _Unbound()
@@ -129,6 +136,26 @@ class Coroutine:
 
     def __iter__(self):
         return self
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(
+            f"{self.__qualname__}() is a suspended @autosave.coroutine, which pickle cannot "
+            f"save; save the state that holds it with autosave.dumps() or autosave.save(), "
+            f"or copy it with autosave.copy() or copy.deepcopy()")
+
+    def __copy__(self):
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._state, new.__qualname__ = self._state, self.__qualname__
+        return new
+
+    def __deepcopy__(self, memo):
+        # what copy.deepcopy does for a plain object, which the __reduce_ex__ above refuses
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        new._state, new.__qualname__ = self._state, self.__qualname__
+        new.__dict__.update(_deepcopy(self.__dict__, memo))
+        return new
 
     def _inactive(self, val, exc):
         """A step asked of a coroutine that is running or finished."""
