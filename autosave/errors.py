@@ -50,3 +50,29 @@ class CorruptLogError(LoadError):
 class StaleGeneratedCodeError(Exception):
     """Generated save code no longer matches its class (raised with AUTOSAVE_STRICT=1;
     otherwise the class is saved by reflection with a warning)."""
+
+
+class LogUnusableError(Exception):
+    """This CheckpointLog (or LogFile) object refuses the call; the file itself is fine.
+
+    Its kinds say why: read-only, closed, poisoned by a failed write, or used from a
+    process other than the one that opened it."""
+
+
+class ReadOnlyLogError(LogUnusableError, PermissionError):
+    """A mutation of a checkpoint log opened read-only."""
+
+
+class LogClosedError(LogUnusableError):
+    """A call on a checkpoint log after ``close()``."""
+
+
+class LogPoisonedError(LogUnusableError):
+    """A flush failed after its data reached the kernel (a failed fsync or superblock
+    write): what the kernel holds is unknown, so this writer refuses every mutation.
+    Close and reopen the log; it opens at the newest commit that is durable."""
+
+
+class LogForkedError(LogUnusableError):
+    """A checkpoint log writer used from a process other than the one that opened it
+    (after ``fork()``); the child must open the log itself."""
