@@ -113,8 +113,7 @@ class LogFile:
 
     def _create(self):
         self.slot = Slot(0, self.block_size, 0)
-        self.ops.ftruncate(self.fd, 0)
-        self._write(header_block(self.block_size), 0)
+        self._write(header_block(self.block_size), 0)      # covers any torn prefix
         self.ops.fsync(self.fd)
         self.ops.fsync_directory(os.path.dirname(os.path.abspath(self.path)))
 
@@ -289,8 +288,9 @@ class LogFile:
         meta, framed = frame(bytes((kind,)) + body, start + len(self.pending), self.block_size)
         new = slot.after(kind, meta, start + len(self.pending) + len(framed), len(body))
         try:
-            self._write(self.pending, start)
-            self._write(framed, start + len(self.pending))
+            # bytes, not a view of the bytearray: a view kept alive by a traceback
+            # would stop the pending buffer from ever growing again.
+            self._write(b"".join((self.pending, framed)), start)
         except BaseException:
             self._cut(start)
             raise
