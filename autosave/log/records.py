@@ -200,19 +200,32 @@ def compress_checkpoint(data):
     return packed
 
 
+INFLATE_PIECE = 1 << 20
+
+
 def inflate_checkpoint(path, offset, packed):
-    """The bytes of the checkpoint record at ``offset``, or CorruptLogError."""
+    """The bytes of the checkpoint record at ``offset``, or CorruptLogError. Inflated
+    piece by piece, so that a stream refused for its size has taken no more memory
+    than the bound itself."""
     limit = inflate_limit(len(packed))
     inflater = zlib.decompressobj()
+    pieces, total, rest = [], 0, packed
     try:
-        data = inflater.decompress(packed, limit + 1)
+        while not inflater.eof:
+            piece = inflater.decompress(rest, INFLATE_PIECE)
+            rest = inflater.unconsumed_tail
+            if not piece and not rest:
+                break                                  # the stream is cut short
+            total += len(piece)
+            if total > limit:
+                raise CorruptLogError(
+                    f"{path}: the checkpoint at offset {offset} inflates past {limit:,} "
+                    f"bytes, more than a {len(packed):,}-byte record may")
+            pieces.append(piece)
     except zlib.error as e:
         raise CorruptLogError(f"{path}: the checkpoint at offset {offset} is not a compressed "
                               f"save ({e})") from None
-    if len(data) > limit or inflater.unconsumed_tail:
-        raise CorruptLogError(f"{path}: the checkpoint at offset {offset} inflates past "
-                              f"{limit:,} bytes, more than a {len(packed):,}-byte record may")
     if not inflater.eof or inflater.unused_data:
         raise CorruptLogError(f"{path}: the checkpoint at offset {offset} is a cut or padded "
                               f"zlib stream")
-    return data
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
