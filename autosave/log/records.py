@@ -9,6 +9,7 @@ import msgpack
 import xxhash
 
 from ..errors import CorruptLogError
+from ..files import collector_paused
 
 MAGIC = b"\x89ASVLOG\n"
 VERSION = 2
@@ -162,8 +163,9 @@ def pack_meta(previous, seq, content):
 def unpack_meta(path, offset, body):
     """(previous offset, commit number or None for version 1, content)."""
     try:
-        fields = msgpack.unpackb(body, raw=False, strict_map_key=False,
-                                 unicode_errors="surrogatepass")
+        with collector_paused():         # a snapshot is many small lists that all live on
+            fields = msgpack.unpackb(body, raw=False, strict_map_key=False,
+                                     unicode_errors="surrogatepass")
     except Exception as e:
         raise CorruptLogError(f"{path}: metadata record at offset {offset} does not decode: "
                               f"{type(e).__name__}") from None

@@ -11,7 +11,7 @@ import math
 import reprlib
 
 from ..errors import CorruptLogError, LoadError
-from ..files import loads
+from ..files import collector_paused, loads
 
 PLAIN_KEYS = (type(None), bool, int, str, bytes)
 REACHED_KEYS = {type(None), int, str, bytes}
@@ -37,6 +37,12 @@ class Replay:
                          "globals": (self.globals, 1), "at": (self.at, 2)}
 
     def run(self, decode_globals):
+        # Hundreds of thousands of small objects that all live on: collecting them over
+        # and over would cost more than building them.
+        with collector_paused():
+            self._run(decode_globals)
+
+    def _run(self, decode_globals):
         snapshot, deltas = self.file.metadata()
         if snapshot is not None:
             self.guard(snapshot[0], self.snapshot, snapshot[1])
