@@ -1,6 +1,7 @@
 """The checkpoint log's byte layout (docs/log-format.md): header, superblock slots,
 record framing into chunks, and the metadata record's envelope."""
 
+import gc
 import struct
 import zlib
 
@@ -9,7 +10,6 @@ import msgpack
 import xxhash
 
 from ..errors import CorruptLogError
-from ..files import collector_paused
 
 MAGIC = b"\x89ASVLOG\n"
 VERSION = 2
@@ -118,8 +118,8 @@ def frame(record, start, block_size):
 def read_record(path, cache, block_size, offset, limit):
     """(record bytes, offset just past its last chunk) of the record at ``offset``,
     reading nothing at or past ``limit``. CorruptLogError names the offending offset."""
-    if not block_size <= offset < limit:
-        raise CorruptLogError(f"{path}: record offset {offset} is outside the data "
+    if type(offset) is not int or not block_size <= offset < limit:
+        raise CorruptLogError(f"{path}: record offset {offset!r:.40} is outside the data "
                               f"({block_size}..{limit})")
     parts = []
     pos = offset
@@ -162,13 +162,17 @@ def pack_meta(previous, seq, content):
 
 def unpack_meta(path, offset, body):
     """(previous offset, commit number or None for version 1, content)."""
+    collecting = gc.isenabled()
+    gc.disable()                         # a snapshot is many small lists that all live on
     try:
-        with collector_paused():         # a snapshot is many small lists that all live on
-            fields = msgpack.unpackb(body, raw=False, strict_map_key=False,
-                                     unicode_errors="surrogatepass")
+        fields = msgpack.unpackb(body, raw=False, strict_map_key=False,
+                                 unicode_errors="surrogatepass")
     except Exception as e:
         raise CorruptLogError(f"{path}: metadata record at offset {offset} does not decode: "
                               f"{type(e).__name__}") from None
+    finally:
+        if collecting:
+            gc.enable()
     if type(fields) is list and len(fields) == 3:
         previous, seq, content = fields
     elif type(fields) is list and len(fields) == 2:
