@@ -289,3 +289,29 @@ def test_sigkill_at_random_instants_loses_nothing_committed(tmp_path):
         assert last in (reported, reported + 1), (round_, last, reported)
         reported = last
         log.close()
+
+
+def test_a_cut_inside_an_older_commit_opens_at_the_last_whole_one(tmp_path):
+    """Both slots then point past the end of the file: the commits before the cut are
+    found by scanning from the header."""
+    path = tmp_path / "p.log"
+    log = open_log(path)
+    ends = []
+    for name in "ABCD":
+        commit_payloads(log, [name.encode() * 300], name)
+        ends.append(log.end)
+    log.close()
+    image = path.read_bytes()
+    for k in (1, 2):                               # cut inside commit k + 1 (B, then C)
+        for cut in (ends[k - 1] + 1, (ends[k - 1] + ends[k]) // 2, ends[k] - 1):
+            damaged = tmp_path / "cut.log"
+            damaged.write_bytes(image[:cut])
+            with open_log(damaged, writable=False) as log:
+                assert events(log) == (None, [[n] for n in "ABCD"[:k]])
+                assert log.recovered == cut - ends[k - 1]
+                assert any("scanning the whole file" in line for line in log.recovery)
+            with open_log(damaged) as log:         # a writer goes on from there
+                log.commit(["E"], dict)
+            with open_log(damaged, writable=False) as log:
+                assert events(log) == (None, [[n] for n in "ABCD"[:k]] + [["E"]])
+                assert log.recovery == []
