@@ -315,3 +315,21 @@ def test_a_cut_inside_an_older_commit_opens_at_the_last_whole_one(tmp_path):
             with open_log(damaged, writable=False) as log:
                 assert events(log) == (None, [[n] for n in "ABCD"[:k]] + [["E"]])
                 assert log.recovery == []
+
+
+def test_a_creation_that_never_completed_is_created_again(tmp_path):
+    path = tmp_path / "p.log"
+    open_log(path).close()
+    header = path.read_bytes()
+    for cut in (0, 5, 8, 16, 100, BLOCK - 1):
+        path.write_bytes(header[:cut])
+        with open_log(path) as log:
+            assert log.slot.seq == 0 and log.recovery == []
+            log.commit(["A"], dict)
+        with open_log(path, writable=False) as log:
+            assert events(log) == (None, [["A"]])
+    # Anything else is not taken for a new log, nor changed.
+    path.write_bytes(b"hello, world")
+    with pytest.raises(CorruptLogError, match="not an autosave checkpoint log"):
+        open_log(path)
+    assert path.read_bytes() == b"hello, world"

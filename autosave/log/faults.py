@@ -14,6 +14,10 @@ test VFS and LevelDB's fault-injection Env).
 
 It also keeps, per file, the bytes the last successful fsync made durable: ``durable``
 is what a power cut at this instant would leave on disk.
+
+The log changes its file only through these calls (it never uses ``write`` or
+``rename``: it is one file, written in place at explicit offsets), so they are all
+a fault can hit.
 """
 
 import errno

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from ..errors import (CorruptLogError, LogClosedError, LogForkedError, LogPoisonedError,
                       ReadOnlyLogError)
 from .ops import SYSTEM
-from .records import (BLOCK_SIZE, CHUNK, DELTA, HEADER_READ, MAGIC, MAX_BLOCK, MIN_BLOCK,
+from .records import (BLOCK_SIZE, CHUNK, DELTA, MAGIC, MAX_BLOCK, MIN_BLOCK,
                       PAYLOAD, READABLE_VERSIONS, SLOT_OFFSETS, SNAPSHOT, VERSION, Slot,
                       chunk_start, frame, header_block, pack_meta, read_record, unpack_meta)
 
@@ -91,9 +91,10 @@ class LogFile:
     def _open(self, block_size):
         size = self.ops.size(self.fd)
         head = self.ops.pread(self.fd, min(size, MAX_BLOCK), 0)
-        if self.writable and self._torn_creation(head, block_size):
-            self.block_size = block_size
-            self.cache = BlockCache(self.ops, self.fd, block_size, self.cache_blocks)
+        created = self._torn_creation(head, block_size) if self.writable else None
+        if created:
+            self.block_size = created
+            self.cache = BlockCache(self.ops, self.fd, created, self.cache_blocks)
             self._create()
             return
         self._read_header(head, size)
@@ -103,16 +104,19 @@ class LogFile:
             self._repair(head, size)
 
     def _torn_creation(self, head, block_size):
-        """True for an empty file, or one holding a prefix of a new log's header: its
-        creation never completed, so it holds no commit and is created again."""
+        """The block size to create the log with if the file is empty, or holds only a
+        prefix of a new log's header (its creation never completed, so it holds no
+        commit); else None."""
         if len(head) >= 16 and head[0:8] == MAGIC:
             declared = int.from_bytes(head[12:16], "little")
             if MIN_BLOCK <= declared <= MAX_BLOCK and not declared & (declared - 1):
                 block_size = declared
-        return len(head) < block_size and head == header_block(block_size)[:len(head)]
+        if len(head) < block_size and head == header_block(block_size)[:len(head)]:
+            return block_size
+        return None
 
     def _create(self):
-        self.slot = Slot(0, self.block_size, 0)
+        self.slot, self.version = Slot(0, self.block_size, 0), VERSION
         self._write(header_block(self.block_size), 0)      # covers any torn prefix
         self.ops.fsync(self.fd)
         self.ops.fsync_directory(os.path.dirname(os.path.abspath(self.path)))

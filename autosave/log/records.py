@@ -17,7 +17,6 @@ READABLE_VERSIONS = (1, 2)        # version 1 metadata records carry no commit n
 BLOCK_SIZE = 4096
 MIN_BLOCK, MAX_BLOCK = 256, 65536  # a chunk's u16 length must cover a block
 SLOT_OFFSETS = (64, 128)
-HEADER_READ = 192
 # seq, end, meta, deltas, reserved, delta bytes since the snapshot, snapshot bytes, start
 SLOT_BODY = struct.Struct("<QQQIIQQQ")    # 56 bytes; version 1 wrote zeros past deltas
 SLOT_SUM = struct.Struct("<Q")
