@@ -17,6 +17,8 @@ from .records import (BLOCK_SIZE, CHUNK, DELTA, MAGIC, MAX_BLOCK, MIN_BLOCK,
                       PAYLOAD, READABLE_VERSIONS, SLOT_OFFSETS, SNAPSHOT, VERSION, Slot,
                       chunk_start, frame, header_block, pack_meta, read_record, unpack_meta)
 
+REWRITE_PIECE = 1 << 20
+
 __all__ = ["BLOCK_SIZE", "CHUNK", "DELTA", "PAYLOAD", "SLOT_OFFSETS", "SNAPSHOT",
            "LogFile", "LogLockedError", "frame"]
 
@@ -71,6 +73,7 @@ class LogFile:
         self.poisoned = None           # why this writer refuses to write, once it does
         self.pid = os.getpid()
         self._meta = {}                # offset -> decoded metadata record, read at open
+        self._head = None              # a writer's header and slots, until its first commit
         fd = ops.open(self.path, os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY, 0o644)
         try:
             if writable:
@@ -117,6 +120,7 @@ class LogFile:
 
     def _create(self):
         self.slot, self.version = Slot(0, self.block_size, 0), VERSION
+        self._head = bytearray(header_block(self.block_size)[:SLOT_OFFSETS[-1] + 64])
         self._write(header_block(self.block_size), 0)      # covers any torn prefix
         self.ops.fsync(self.fd)
         self.ops.fsync_directory(os.path.dirname(os.path.abspath(self.path)))
@@ -145,10 +149,10 @@ class LogFile:
         slots = []
         for offset in SLOT_OFFSETS:
             slot = Slot.unpack(head[offset:offset + 64])
-            if slot is None:
+            if slot is None and any(head[offset:offset + 64]):   # zeros: never written
                 self.recovery.append(f"the superblock slot at offset {offset} fails its "
                                      f"checksum")
-            else:
+            elif slot is not None:
                 slots.append(slot)
         base = None
         for slot in sorted(slots, key=lambda s: s.seq, reverse=True):
@@ -160,6 +164,7 @@ class LogFile:
         if base is None:
             base = Slot(0, self.block_size, 0)
             self.recovery.append("no usable superblock slot: scanning the whole file")
+        self._scanned_from = base.end
         slot = self._scan(base, size)
         if slot.seq != base.seq:
             self.recovery.append(f"commits {base.seq + 1}..{slot.seq} found whole past the "
@@ -225,16 +230,29 @@ class LogFile:
             pos = end
 
     def _repair(self, head, size):
-        """For a writer: make the superblock name the commit opened and cut the tail."""
-        stored = [Slot.unpack(head[o:o + 64]) for o in SLOT_OFFSETS]
+        """For a writer: make the superblock name the commit opened and cut the tail.
+
+        Commits found by scanning are written again first: their bytes may be readable
+        only from the page cache (an fsync failed after they were written, and the
+        kernel then marks them clean without their reaching the disk), and the slots
+        about to name them must not reach the disk before they do."""
+        self._head = bytearray(head[:SLOT_OFFSETS[-1] + 64])
         if self.version != VERSION:
-            self._write(bytes((VERSION,)), 8)
+            self._head[8] = VERSION
             self.version = VERSION
+        if self._scanned_from < self.slot.end:
+            for start in range(self._scanned_from, self.slot.end, REWRITE_PIECE):
+                piece = self.ops.pread(self.fd, min(REWRITE_PIECE, self.slot.end - start),
+                                       start)
+                self._write(piece, start)
+        stored = [Slot.unpack(head[o:o + 64]) for o in SLOT_OFFSETS]
         if self.slot not in stored or self.recovery:
             # Both slots: a stale slot (newer than what was found usable) must not
             # come back once the file grows past its end again.
             for offset in SLOT_OFFSETS:
-                self._write(self.slot.pack(), offset)
+                self._head[offset:offset + 64] = self.slot.pack()
+        if self._head != head[:len(self._head)]:
+            self._write(bytes(self._head), 0)
         if self.recovered:
             self.ops.ftruncate(self.fd, self.slot.end)
         if self.recovered or self.recovery or head[8] != VERSION:
@@ -292,6 +310,12 @@ class LogFile:
         meta, framed = frame(bytes((kind,)) + body, start + len(self.pending), self.block_size)
         new = slot.after(kind, meta, start + len(self.pending) + len(framed), len(body))
         try:
+            if self._head is not None:
+                # The first commit of a writer writes the header and slots it read
+                # again, so its fsync makes them durable: an fsync that failed before
+                # this writer opened (in a creation, in a commit) may have left them
+                # readable from the page cache only.
+                self._write(bytes(self._head), 0)
             # bytes, not a view of the bytearray: a view kept alive by a traceback
             # would stop the pending buffer from ever growing again.
             self._write(b"".join((self.pending, framed)), start)
@@ -307,7 +331,7 @@ class LogFile:
             # later fsync that succeeds proves nothing; the superblock write may be torn.
             self.poisoned = f"commit {new.seq} failed after its data was written ({e!r})"
             raise
-        self.slot = new
+        self.slot, self._head = new, None
         self.pending.clear()
         self.pending_records.clear()
         self.cache.forget_from(start // self.block_size)
