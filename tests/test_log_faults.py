@@ -120,12 +120,14 @@ def test_a_fault_at_every_call_loses_nothing_flushed(tmp_path, kind):
 
 def test_a_short_write_is_continued(tmp_path):
     path = tmp_path / "p.log"
-    ops = FaultyOps(fail_at=4, kind="short")
+    ops = FaultyOps(kind="short")
     log = LogFile(path, block_size=256, ops=ops)
+    log.commit(["first"], dict)
     payload = bytes(range(256)) * 3
     offset = log.append(PAYLOAD, payload)
-    log.commit(["e"], dict)                # call 4 is its data write, cut in half
-    assert ops.faults == [(4, "pwrite")]
+    ops.fail_at = ops.calls + 1              # the data write, cut in half
+    log.commit(["e"], dict)
+    assert ops.faults == [(ops.fail_at, "pwrite")]
     log.close()
     with LogFile(path, writable=False) as log:
         assert log.read(offset) == (PAYLOAD, payload) and log.recovered == 0
@@ -133,10 +135,12 @@ def test_a_short_write_is_continued(tmp_path):
 
 def test_a_full_disk_rolls_the_commit_back_and_keeps_its_records(tmp_path):
     path = tmp_path / "p.log"
-    ops = FaultyOps(fail_at=4, kind="full", full_for=1)
+    ops = FaultyOps(kind="full", full_for=1)
     log = LogFile(path, block_size=256, ops=ops)
+    log.commit(["first"], dict)
     before = path.stat().st_size
     offset = log.append(PAYLOAD, b"p" * 700)
+    ops.fail_at = ops.calls + 1              # half written, then the disk is full
     with pytest.raises(OSError) as failed:
         log.commit(["e"], dict)
     assert failed.value.errno == errno.ENOSPC
@@ -146,7 +150,7 @@ def test_a_full_disk_rolls_the_commit_back_and_keeps_its_records(tmp_path):
     log.close()
     with LogFile(path, writable=False) as log:
         assert log.read(offset) == (PAYLOAD, b"p" * 700)
-        assert [c for _, c in log.metadata()[1]] == [["e"]]
+        assert [c for _, c in log.metadata()[1]] == [["first"], ["e"]]
 
 
 def test_a_failed_flush_keeps_every_event(tmp_path):

@@ -314,7 +314,9 @@ class LogFile:
                 # The first commit of a writer writes the header and slots it read
                 # again, so its fsync makes them durable: an fsync that failed before
                 # this writer opened (in a creation, in a commit) may have left them
-                # readable from the page cache only.
+                # readable from the page cache only. Likewise the file's directory
+                # entry, if the creation's directory fsync failed.
+                self.ops.fsync_directory(os.path.dirname(os.path.abspath(self.path)))
                 self._write(bytes(self._head), 0)
             # bytes, not a view of the bytearray: a view kept alive by a traceback
             # would stop the pending buffer from ever growing again.
