@@ -282,3 +282,28 @@ def test_inspect_prints_lone_surrogates(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "#0 cave\\udc80\\nline" in out and "slot\\ud800@0" in out
     out.encode("utf-8")                          # printable as it stands
+
+
+def test_inspect_reads_each_record_once(tmp_path, capsys, monkeypatch):
+    """A forged history naming one big record from thousands of checkpoints and
+    bookmarks: inspect reads it once, not once per name."""
+    path = tmp_path / "many.log"
+    with LogFile(path) as file:
+        big = file.append(PAYLOAD, zlib.compress(autosave.dumps(list(range(50_000)))))
+        events = [["node", 0, "n", None, None, None, 0]]
+        events += [["checkpoint", 0, step, big] for step in range(3000)]
+        events += [["bookmark", f"s{i}", 0, i, "", 0.0, big] for i in range(3000)]
+        events += [["steps", 0, 2999], ["at", 0, 2999]]
+        file.commit(events, dict)
+    reads = []
+    original = LogFile.read_committed
+
+    def spy(self, offset):
+        reads.append(offset)
+        return original(self, offset)
+
+    monkeypatch.setattr(LogFile, "read_committed", spy)
+    assert main(["inspect", str(path)]) == 0
+    assert reads.count(big) <= 4      # sizes of checkpoints, of screenshots; the newest
+    out = capsys.readouterr().out
+    assert "bytes: checkpoints 3000 (105," in out and "screenshots 105," in out

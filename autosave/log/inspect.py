@@ -65,17 +65,25 @@ def inspect_log(path, top, out=None):
             say(f"last position: {text(log.position.node)} step {log.position.step} "
                 f"(#{log.position.record})")
         say(f"bookmarks: {len(log.bookmarks)}")
+        sizes = {}
         for slot, mark in sorted(log.bookmarks.items()):
-            shot = f", screenshot {len(mark.screenshot):,} B" if mark.screenshot_offset else ""
+            if mark.screenshot_offset and mark.screenshot_offset not in sizes:
+                sizes[mark.screenshot_offset] = len(mark.screenshot)
+            shot = (f", screenshot {sizes[mark.screenshot_offset]:,} B"
+                    if mark.screenshot_offset else "")
             say(f"  {text(slot)}: {text(mark.position.node)} step {mark.position.step} "
                 f"(#{mark.position.record}) {mark.description!r} {when(mark.created)}{shot}")
         say(f"reached: {len(log.reached)} keys; globals: {len(log._saved_globals):,} bytes "
             f"(not loaded)")
-        offsets = [o for r in records.values() for o in r.checkpoints.values()]
+        # Each record read once, however many events name it: the reading stays within
+        # the file's size.
+        offsets = {o for r in records.values() for o in r.checkpoints.values()}
+        shots = {m.screenshot_offset for m in log.bookmarks.values() if m.screenshot_offset}
         checkpoint_bytes = sum(len(file.read(o)[1]) for o in offsets)
-        shot_bytes = sum(len(m.screenshot) for m in log.bookmarks.values() if m.screenshot_offset)
+        shot_bytes = sum(len(file.read(o)[1]) for o in shots)
         other = file.end - file.block_size - checkpoint_bytes - shot_bytes
-        say(f"bytes: checkpoints {len(offsets)} ({checkpoint_bytes:,}), screenshots "
+        count = sum(len(r.checkpoints) for r in records.values())
+        say(f"bytes: checkpoints {count} ({checkpoint_bytes:,}), screenshots "
             f"{shot_bytes:,}, metadata and framing {other:,}, header {file.block_size:,}")
         if offsets:
             newest = max(offsets)
