@@ -32,7 +32,7 @@ def cmd_dump(args):
 def cmd_inspect(args):
     with open(args.file, "rb") as f:
         head = f.read(8)
-    if head == LOG_MAGIC:
+    if head and LOG_MAGIC.startswith(head):     # a log, or the first bytes of one
         inspect_log(args.file, args.top)
     elif head.startswith(SAVE_MAGIC):
         with open(args.file, "rb") as f:

@@ -307,3 +307,18 @@ def test_inspect_reads_each_record_once(tmp_path, capsys, monkeypatch):
     assert reads.count(big) <= 4      # sizes of checkpoints, of screenshots; the newest
     out = capsys.readouterr().out
     assert "bytes: checkpoints 3000 (105," in out and "screenshots 105," in out
+
+
+def test_inspect_of_every_cut_of_a_log(tmp_path, capsys, real_log):
+    """A log cut anywhere: its history up to the last whole commit, or (within its
+    header) a one-line error naming the offset."""
+    path = tmp_path / "cut.log"
+    for cut in list(range(1, 300)) + list(range(300, len(real_log), 7)):
+        path.write_bytes(real_log[:cut])
+        status = main(["inspect", str(path)])
+        captured = capsys.readouterr()
+        if cut >= 256:                         # a whole header block: always opens
+            assert status == 0, (cut, captured.err)
+        else:
+            assert status == 2 and captured.err.count("\n") == 1
+            assert "offset" in captured.err and str(path) in captured.err, captured.err

@@ -126,9 +126,12 @@ class LogFile:
         self.ops.fsync_directory(os.path.dirname(os.path.abspath(self.path)))
 
     def _read_header(self, head, size):
-        if len(head) < 16 or head[0:8] != MAGIC:
+        if head[0:8] != MAGIC[:len(head)] or not head:
             raise CorruptLogError(f"{self.path} is not an autosave checkpoint log "
                                   f"(magic bytes missing at offset 0)")
+        if len(head) < 16:
+            raise CorruptLogError(f"{self.path}: the header is cut short at offset "
+                                  f"{len(head)}")
         if head[8] not in READABLE_VERSIONS:
             raise CorruptLogError(f"{self.path}: log format version {head[8]} at offset 8 is "
                                   f"not supported (this autosave reads versions "

@@ -161,6 +161,12 @@ class CheckpointLog:
         """Bytes of an unflushed, torn tail cut when the log was opened (0 if none)."""
         return self.file.recovered
 
+    @property
+    def recovery(self):
+        """What opening had to work around (damaged slots, a dropped last commit,
+        commits found by scanning), one line each; empty for a log closed cleanly."""
+        return list(self.file.recovery)
+
     # -- play -----------------------------------------------------------------------------
 
     def enter(self, node, key=None):
