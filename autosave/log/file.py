@@ -93,8 +93,8 @@ class LogFile:
 
     def _open(self, block_size):
         size = self.ops.size(self.fd)
-        head = self.ops.pread(self.fd, min(size, MAX_BLOCK), 0)
-        created = self._torn_creation(head, block_size) if self.writable else None
+        head = self.ops.pread(self.fd, min(size, SLOT_OFFSETS[-1] + 64), 0)
+        created = self._torn_creation(head, size, block_size) if self.writable else None
         if created:
             self.block_size = created
             self.cache = BlockCache(self.ops, self.fd, created, self.cache_blocks)
@@ -106,7 +106,7 @@ class LogFile:
         if self.writable:
             self._repair(head, size)
 
-    def _torn_creation(self, head, block_size):
+    def _torn_creation(self, head, size, block_size):
         """The block size to create the log with if the file is empty, or holds only a
         prefix of a new log's header (its creation never completed, so it holds no
         commit); else None."""
@@ -114,9 +114,10 @@ class LogFile:
             declared = int.from_bytes(head[12:16], "little")
             if MIN_BLOCK <= declared <= MAX_BLOCK and not declared & (declared - 1):
                 block_size = declared
-        if len(head) < block_size and head == header_block(block_size)[:len(head)]:
-            return block_size
-        return None
+        if size >= block_size:
+            return None
+        whole = self.ops.pread(self.fd, size, 0) if size > len(head) else head
+        return block_size if whole == header_block(block_size)[:size] else None
 
     def _create(self):
         self.slot, self.version = Slot(0, self.block_size, 0), VERSION
