@@ -333,3 +333,59 @@ def test_a_creation_that_never_completed_is_created_again(tmp_path):
     with pytest.raises(CorruptLogError, match="not an autosave checkpoint log"):
         open_log(path)
     assert path.read_bytes() == b"hello, world"
+
+
+def write_version_1_log(path):
+    """A log as autosave wrote it before version 2: metadata records without a commit
+    number, slots with zeros past ``deltas``, snapshot checkpoints as [step, offset]
+    lists. Returns the state of its one checkpoint."""
+    import zlib
+
+    import msgpack
+
+    import autosave
+    from autosave.log.records import DELTA, SNAPSHOT, Slot, frame, header_block
+
+    state = {"hp": 7}
+    image = bytearray(header_block(BLOCK))
+    image[8] = 1
+    slot = Slot(0, BLOCK, 0)
+
+    def append(kind, body):
+        offset, framed = frame(bytes((kind,)) + body, len(image), BLOCK)
+        image.extend(framed)
+        return offset
+
+    payload = append(PAYLOAD, zlib.compress(autosave.dumps(state), 1))
+    events = [["node", 0, "ch1", None, None, None, 0], ["checkpoint", 0, 0, payload],
+              ["bookmark", "a", 0, 0, "old", 1.5, 0], ["steps", 0, 0], ["at", 0, 0]]
+    meta = append(DELTA, msgpack.packb([0, events], use_bin_type=True))
+    slot = Slot(1, len(image), meta, 1)
+    image[SLOT_OFFSETS[1]:SLOT_OFFSETS[1] + 64] = slot.pack()
+    snapshot = {"records": [[0, "ch1", None, None, None, 0, 0, [[0, payload]]]],
+                "bookmarks": [["a", 0, 0, "old", 1.5, 0]], "reached": ["r"],
+                "globals": autosave.dumps({}), "at": [0, 0]}
+    meta = append(SNAPSHOT, msgpack.packb([0, snapshot], use_bin_type=True))
+    slot = Slot(2, len(image), meta, 0)
+    image[SLOT_OFFSETS[0]:SLOT_OFFSETS[0] + 64] = slot.pack()
+    path.write_bytes(bytes(image))
+    return state
+
+
+def test_version_1_logs_are_read_and_upgraded(tmp_path):
+    from autosave import CheckpointLog
+
+    path = tmp_path / "v1.log"
+    state = write_version_1_log(path)
+    with CheckpointLog.open(path, writable=False) as log:
+        assert log.restore(log.bookmarks["a"].position) == state and "r" in log.reached
+        assert log.recovery == []
+    assert path.read_bytes()[8] == 1
+    with CheckpointLog.open(path, checkpoint_every=1) as log:
+        log.step({"hp": 8})
+        log.bookmark("b")
+    assert path.read_bytes()[8] == 2
+    with CheckpointLog.open(path, writable=False) as log:
+        assert log.restore(log.bookmarks["a"].position) == state
+        assert log.restore(log.bookmarks["b"].position) == {"hp": 8}
+        assert log.recovery == []
