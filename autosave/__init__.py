@@ -8,6 +8,7 @@
 """
 
 from .errors import (
+    ChecksumError,
     CoroutineError,
     CorruptLogError,
     FormatError,
@@ -15,6 +16,7 @@ from .errors import (
     LoadError,
     SaveError,
     StaleGeneratedCodeError,
+    TruncatedSaveError,
     UntrustedTypeError,
 )
 from .files import dumps, load, loads, save
@@ -30,6 +32,7 @@ __all__ = [
     "CheckpointLog", "Position", "Bookmark", "LogLockedError",
     "SaveError", "LoadError", "FormatError", "UntrustedTypeError",
     "IncompatibleSaveError", "CorruptLogError", "StaleGeneratedCodeError", "CoroutineError",
+    "ChecksumError", "TruncatedSaveError",
 ]
 
 __version__ = "0.1.0"

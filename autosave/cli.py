@@ -3,6 +3,8 @@
     autosave dump FILE [--out OUT]    a save as readable JSON
     autosave inspect FILE             a checkpoint log's history tree, checkpoints,
                                       bookmarks and sizes; or a save's sizes by class
+    autosave compat snapshot|check|verify   the release gate (autosave/compat/)
+    autosave diff A B                 two saves compared by structure
 
 Neither builds objects or imports anything a file names, so both are safe on any file.
 """
@@ -11,10 +13,12 @@ import argparse
 import json
 import sys
 
+from .compat.cli import add_parsers as add_compat_parsers
 from .errors import LoadError
 from .format import MAGIC as SAVE_MAGIC
 from .format import to_jsonable
-from .log.inspect import inspect_log, print_sizes_by_class, text
+from .log.inspect import inspect_log, print_sizes_by_class
+from .log.inspect import text as printable
 from .log.records import MAGIC as LOG_MAGIC
 
 
@@ -22,11 +26,16 @@ def cmd_dump(args):
     with open(args.file, "rb") as f:
         data = f.read()
     text = json.dumps(to_jsonable(data), indent=args.indent, ensure_ascii=False)
+    # A lone surrogate (a str the game made from bytes) is written as its JSON escape
+    # \udXXX: valid JSON that reads back as the same string.
+    out = (text + "\n").encode("utf-8", "backslashreplace")
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+        with open(args.out, "wb") as f:
+            f.write(out)
     else:
-        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        sys.stdout.buffer.write(out)
+        sys.stdout.buffer.flush()
 
 
 def cmd_inspect(args):
@@ -37,7 +46,7 @@ def cmd_inspect(args):
     elif head.startswith(SAVE_MAGIC):
         with open(args.file, "rb") as f:
             data = f.read()
-        print(f"{text(args.file)}: autosave save, {len(data):,} bytes")
+        print(f"{printable(args.file)}: autosave save, {len(data):,} bytes")
         print_sizes_by_class(data, args.top, indent="")
     else:
         raise LoadError(f"neither an autosave save nor a checkpoint log (magic {head[:8]!r} "
@@ -63,6 +72,7 @@ def build_parser():
     inspect.add_argument("file", help="a checkpoint log or a file written by autosave.save")
     inspect.add_argument("--top", type=int, default=15, help="classes to list (default 15)")
     inspect.set_defaults(run=cmd_inspect)
+    add_compat_parsers(sub)
     return parser
 
 
@@ -70,11 +80,21 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        args.run(args)
+        status = args.run(args)
     except (LoadError, OSError) as e:
-        print(f"autosave {args.command}: {getattr(args, 'file', '')}: {e}", file=sys.stderr)
+        print(_one_line(f"autosave {args.command}: {getattr(args, 'file', '')}: {e}"),
+              file=sys.stderr)
         return 2
-    return 0
+    except Exception as e:       # a defect of autosave's, not of the file: say so, briefly
+        print(_one_line(f"autosave {args.command}: {getattr(args, 'file', '')}: internal "
+                        f"error ({type(e).__name__}: {e}); please report it with the file"),
+              file=sys.stderr)
+        return 2
+    return status or 0
+
+
+def _one_line(text):
+    return " ".join(text.split()).encode("ascii", "backslashreplace").decode("ascii")
 
 
 if __name__ == "__main__":

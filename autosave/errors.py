@@ -52,6 +52,37 @@ class StaleGeneratedCodeError(Exception):
     otherwise the class is saved by reflection with a warning)."""
 
 
+class ChecksumError(FormatError):
+    """A save's bytes differ from the ones written: its checksum does not match."""
+
+
+class TruncatedSaveError(FormatError):
+    """A save ends before the length its header announces (an interrupted copy or write)."""
+
+
+class CompatError(Exception):
+    """Base of the input errors of ``autosave compat`` (exit status 2): the judgement
+    could not be made, as opposed to a judgement of "breaking"."""
+
+
+class BaselineError(CompatError):
+    """A baseline snapshot is missing, unreadable, malformed, of an unknown manifest
+    format, or could not be read from the git ref named."""
+
+
+class CompatConfigError(CompatError):
+    """An ``--allow`` entry or the ``[tool.autosave.compat]`` section is malformed or
+    names an unknown rule."""
+
+
+class CorpusError(CompatError):
+    """A save corpus path does not exist or holds no saves."""
+
+
+class SnapshotError(CompatError):
+    """The package under judgement cannot be imported or described."""
+
+
 class LogUnusableError(Exception):
     """This CheckpointLog (or LogFile) object refuses the call; the file itself is fine.
 

@@ -1,9 +1,13 @@
 """dumps/loads and save/load: the pipeline walk -> format -> bytes, and back."""
 
+import errno
 import gc
 import os
-import tempfile
+import re
+import stat
 from contextlib import contextmanager
+
+import xxhash
 
 from .direct import DirectWalker
 from .format import decode, encode
@@ -49,29 +53,200 @@ def dumps(root):
 def loads(data):
     """The root saved in ``data``. Raises only LoadError kinds on bad input."""
     with collector_paused():
-        return load_records(*decode(data))
+        return load_records(*decode(data, index=True))
 
 
 def save(path, root):
-    """Write a save atomically: a crash leaves the old file or the new one, never neither."""
+    """Write a save atomically: a crash leaves the old file or the new one, never neither.
+
+    The bytes go to a temporary file beside the target, are flushed to disk, and replace
+    the target by a rename; then the directory is flushed too. A symlink is written
+    through (its target file is replaced, the link stays). An existing target keeps its
+    mode, and its owner and group where the OS permits; a new one gets the mode ``open()``
+    would give it. Temporary files that saves of this target killed mid-write left
+    behind are removed. See docs/durability.md."""
     data = dumps(root)
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".autosave-", suffix=".tmp", dir=directory)
+    target = _resolve(path)
+    directory, name = os.path.split(target)
+    stem = _stem(name)
+    _remove_stale_temporaries(directory, stem)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        old = os.stat(target)
+    except FileNotFoundError:
+        old = None
+    else:
+        if not stat.S_ISREG(old.st_mode):
+            raise (IsADirectoryError if stat.S_ISDIR(old.st_mode) else OSError)(
+                errno.EISDIR if stat.S_ISDIR(old.st_mode) else errno.EINVAL,
+                "autosave.save() replaces regular files only", target)
+    # Private until it has the target's mode: another user must not open it meanwhile.
+    fd, tmp = _create_temporary(directory, stem, 0o600 if old else 0o666)
+    try:
+        try:
+            if old is not None:
+                _copy_owner_and_mode(fd, old)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except BaseException:
+            try:
+                os.close(fd)
+            except OSError:
+                pass                 # the first error is the one to report
+            raise
+        os.close(fd)                 # NFS reports some write errors only here
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
-        except FileNotFoundError:
+        except OSError:
             pass
         raise
     fsync_directory(directory)
     return len(data)
+
+
+def _resolve(path):
+    """The file a save to ``path`` replaces: symlinks followed, so that a link (to a
+    cloud folder, or ``latest.sav`` to a slot) still points at the new save."""
+    path = os.fsdecode(os.fspath(path))
+    target = os.path.realpath(path)
+    if os.path.islink(target):       # realpath stops inside a symlink loop
+        raise OSError(errno.ELOOP, "too many levels of symbolic links", path)
+    return target
+
+
+# -- temporary files --------------------------------------------------------------------
+#
+# ``.<target name>.autosave-<host>-<pid>-<start>-<random>.tmp``, beside the target:
+#   host    8 hex digits identifying this machine and PID namespace: a pid means
+#           nothing to another machine sharing the directory (NFS) or another container
+#   pid     the writing process
+#   start   8 hex digits identifying that process's start (boot id and start time), so
+#           that a reused pid is not mistaken for the writer; 00000000 where unknown
+# A later save of the same target removes the ones of this host whose writer is gone.
+
+_TEMPORARY = re.compile(r"([0-9a-f]{8})-([1-9][0-9]{0,9})-([0-9a-f]{8})-[0-9a-f]{8}\.tmp")
+_UNKNOWN_START = "00000000"
+_PROCESS = (None, None)              # (pid, (host, start)): recomputed in a forked child
+
+
+def _stem(name):
+    """The target's name as temporary names carry it: whole if it leaves room for the
+    rest of the name within the usual 255-byte limit, else shortened and hashed."""
+    if len(os.fsencode(name)) <= 150:
+        return name
+    return f"{name[:40]}~{xxhash.xxh64_hexdigest(os.fsencode(name))}"
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def process_start(pid):
+    """An 8-hex-digit token of when process ``pid`` started, or None where the OS does
+    not say (no /proc). Two processes that ever had the same pid get different tokens."""
+    stat_line = _read(f"/proc/{pid}/stat")
+    boot_id = _read("/proc/sys/kernel/random/boot_id")
+    if stat_line is None or boot_id is None:
+        return None
+    # The command name in parentheses may hold spaces; start time is field 22.
+    fields = stat_line[stat_line.rfind(b")") + 2:].split()
+    if len(fields) < 20:
+        return None
+    return xxhash.xxh32_hexdigest(boot_id.strip() + b":" + fields[19])
+
+
+def this_process():
+    """(host, start) tokens of the running process."""
+    global _PROCESS
+    pid = os.getpid()
+    cached = _PROCESS
+    if cached[0] != pid:
+        try:
+            namespace = os.readlink("/proc/self/ns/pid")
+        except OSError:
+            namespace = ""
+        node = os.uname().nodename if hasattr(os, "uname") else ""
+        host = xxhash.xxh32_hexdigest(f"{node}\0{namespace}".encode())
+        cached = _PROCESS = pid, (host, process_start(pid) or _UNKNOWN_START)
+    return cached[1]
+
+
+def temporary_name(stem, pid, host, start):
+    return f".{stem}.autosave-{host}-{pid}-{start}-{os.urandom(4).hex()}.tmp"
+
+
+def _create_temporary(directory, stem, mode):
+    host, start = this_process()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(directory, temporary_name(stem, os.getpid(), host, start))
+        try:
+            return os.open(tmp, flags, mode), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", directory)
+
+
+def _writer_gone(pid, start):
+    """True only when the process that named a temporary file is certainly not running:
+    anything unsure keeps the file."""
+    if pid == os.getpid():
+        return start != this_process()[1]    # else another thread of ours is saving
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass                                 # alive, another user's
+    except (OSError, OverflowError):
+        return False
+    now = process_start(pid)
+    return now is not None and start != _UNKNOWN_START and now != start
+
+
+def _remove_stale_temporaries(directory, stem):
+    if os.name != "posix":           # no way to tell a live writer from a dead one
+        return
+    prefix = f".{stem}.autosave-"
+    host = this_process()[0]
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        match = _TEMPORARY.fullmatch(name, len(prefix))
+        if match is None or match[1] != host or not _writer_gone(int(match[2]), match[3]):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass                     # removed by another save meanwhile, or not ours to remove
+
+
+def _copy_owner_and_mode(fd, old):
+    """Give the new file the old one's owner, group (where permitted) and mode bits."""
+    new = os.fstat(fd)
+    if (new.st_uid, new.st_gid) != (old.st_uid, old.st_gid):
+        for uid, gid in ((old.st_uid, old.st_gid), (-1, old.st_gid)):
+            try:
+                os.fchown(fd, uid, gid)          # before fchmod: it may clear set-id bits
+                break
+            except PermissionError:
+                continue
+    try:
+        os.fchmod(fd, stat.S_IMODE(old.st_mode))
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise                    # file systems without modes refuse; keep what they gave
 
 
 def load(path):

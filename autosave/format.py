@@ -1,18 +1,85 @@
 """Records <-> bytes. The layout is specified in docs/format.md."""
 
-import msgpack
+import struct
 
-from .errors import FormatError
+import msgpack
+import xxhash
+
+from .errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
-VERSION = 1
-HEADER = MAGIC + bytes([VERSION])
+VERSION = 2
+# What a checkpoint log starts with (autosave.log.file.MAGIC; the log imports this
+# package's files module, so importing it from here would be a cycle).
+LOG_MAGIC = b"\x89ASVLOG\n"
+HEAD = struct.Struct("<4sBQ")        # magic, version, body length: what the checksum covers
+CHECKSUM = struct.Struct("<Q")       # xxh3_64 of HEAD's bytes, then of the body
+FRAME_SIZE = HEAD.size + CHECKSUM.size
+
+
+def checksum(head, body):
+    h = xxhash.xxh3_64(head)
+    h.update(body)
+    return h.intdigest()
+
+
+def frame(body):
+    """A save's bytes: the format-2 header (magic, version, length, checksum), then body."""
+    head = HEAD.pack(MAGIC, VERSION, len(body))
+    return b"".join((head, CHECKSUM.pack(checksum(head, body)), body))
+
+
+def unframe(data):
+    """(format version, body) of a save, its frame checked: magic, version, and for
+    format 2 the length and checksum, so no corrupt byte ever reaches the decoder."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"autosave.loads() takes bytes, not {type(data).__name__}")
+    data = bytes(data)
+    if data.startswith(LOG_MAGIC):
+        raise FormatError("this is a checkpoint log, not a save: open it with "
+                          "autosave.CheckpointLog.open(path), or look inside with "
+                          "`autosave inspect`")
+    if not data.startswith(MAGIC):
+        raise FormatError("not an autosave file: the magic bytes \\x89ASV are missing"
+                          if len(data) >= 4 else f"not an autosave file: only {len(data)} bytes")
+    if len(data) == len(MAGIC):
+        raise TruncatedSaveError("the save is truncated: it ends after its magic bytes")
+    version = data[4]
+    if version == 1:                  # no length, no checksum: the body follows
+        return 1, memoryview(data)[5:]
+    if version != VERSION:
+        raise FormatError(f"autosave file format version {version} is not supported "
+                          f"(this autosave reads versions 1 to {VERSION})")
+    if len(data) < FRAME_SIZE:
+        raise TruncatedSaveError(f"the save is truncated: {len(data)} bytes, less than "
+                                 f"the {FRAME_SIZE}-byte header of format version {VERSION}")
+    _, _, length = HEAD.unpack_from(data)
+    (stored,) = CHECKSUM.unpack_from(data, HEAD.size)
+    body = memoryview(data)[FRAME_SIZE:]
+    if len(body) == length:
+        if checksum(memoryview(data)[:HEAD.size], body) == stored:
+            return version, body
+        raise ChecksumError(f"the save is corrupt: its {length:,}-byte body does not match "
+                            f"the checksum in its header (the file changed after it was "
+                            f"written: a disk, transfer or editing error)")
+    # A length that disagrees with the file: say which byte range is to blame.
+    if checksum(HEAD.pack(MAGIC, VERSION, len(body)), body) == stored:
+        raise ChecksumError(f"the save's header is corrupt: it gives the body length as "
+                            f"{length:,} bytes, but the {len(body):,} bytes that follow "
+                            f"match its checksum")
+    if len(body) < length:
+        raise TruncatedSaveError(f"the save is truncated: its header announces a "
+                                 f"{length:,}-byte body, only {len(body):,} bytes follow")
+    if checksum(memoryview(data)[:HEAD.size], body[:length]) == stored:
+        raise FormatError(f"the save has {len(body) - length:,} trailing bytes after its body")
+    raise ChecksumError(f"the save is corrupt: its header gives the body length as "
+                        f"{length:,} bytes, {len(body):,} follow, and neither matches "
+                        f"its checksum")
 
 
 def encode(types, records, root_value):
-    body = msgpack.packb([types, records, root_value], use_bin_type=True,
-                         unicode_errors="surrogatepass")
-    return HEADER + body
+    return frame(msgpack.packb([types, records, root_value], use_bin_type=True,
+                               unicode_errors="surrogatepass"))
 
 
 def _reject_map(pairs):
@@ -37,24 +104,17 @@ class _ExtHook:
         raise FormatError(f"the save body holds msgpack extension type {code}")
 
 
-def decode(data):
+def decode(data, index=False):
     """bytes -> (types, records, root value, unset-slot markers, cycle marks), checked.
 
     Type indices come back normalised; ``closes_cycle[i]`` is 1 for records the writer
-    marked as referring to a later record."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"autosave.loads() takes bytes, not {type(data).__name__}")
-    data = bytes(data)
-    if len(data) < len(HEADER) or not data.startswith(MAGIC):
-        raise FormatError("not an autosave file: the magic bytes \\x89ASV are missing"
-                          if len(data) >= 4 else f"not an autosave file: only {len(data)} bytes")
-    if data[4] != VERSION:
-        raise FormatError(f"autosave file format version {data[4]} is not supported "
-                          f"(this autosave reads version {VERSION})")
+    marked as referring to a later record. With ``index``, a sixth item lists for each
+    type the indices of its records (what the loader's limits look at)."""
+    _, body = unframe(data)
     ext_hook = _ExtHook()
     try:
         # msgpack bounds every length by the input size before allocating it.
-        body = msgpack.unpackb(memoryview(data)[len(HEADER):], raw=False, use_list=True,
+        body = msgpack.unpackb(body, raw=False, use_list=True,
                                unicode_errors="surrogatepass", strict_map_key=True,
                                object_pairs_hook=_reject_map, ext_hook=ext_hook)
     except FormatError:
@@ -70,26 +130,38 @@ def decode(data):
         raise FormatError("the save's type table and records must be arrays")
     ntypes = len(types)
     closes_cycle = bytearray(len(records))
+    by_type = [[] for _ in range(ntypes)] if index else None
     for i, rec in enumerate(records):
         if type(rec) is not list or not rec or type(rec[0]) is not int:
-            raise FormatError(f"record {i} is malformed: {rec!r:.120}")
+            raise FormatError(f"record {i} is malformed: a record is an array starting "
+                              f"with its type index")
         t = rec[0]
         if t < 0:                    # ~t: the record refers to a later record
             t = rec[0] = ~t
             closes_cycle[i] = 1
         if t >= ntypes:
             raise FormatError(f"record {i} names type {t}, the type table has {ntypes}")
+        if by_type is not None:
+            by_type[t].append(i)
+    if index:
+        return types, records, root, ext_hook.unset, closes_cycle, by_type
     return types, records, root, ext_hook.unset, closes_cycle
 
 
 def to_jsonable(data):
     """A save as plain JSON-ready data, for `autosave dump`: references shown as
-    ``{"ref": absolute record index}``, bytes as hex, unset slots as ``{"unset": true}``."""
+    ``{"ref": absolute record index}``, bytes as hex, unset slots as ``{"unset": true}``.
+    Any decodable file gives a result: what does not follow docs/format.md is shown as
+    ``{"malformed": what it is}``, never followed or formatted."""
     types, records, root, _, _ = decode(data)
+    entries = [_type_entry(i, e) for i, e in enumerate(types)]
+    version = data[4]                 # decode checked it
 
     def value(v, here):
         if type(v) is list:
-            return {"ref": v[0] + here if type(v[0]) is int and v[0] < 0 else v[0]}
+            if len(v) == 1 and type(v[0]) is int:
+                return {"ref": v[0] + here if v[0] < 0 else v[0]}
+            return {"malformed": f"an array of {len(v)} items where a value belongs"}
         if type(v) is bytes:
             return {"bytes": v.hex()}
         if type(v) is float and (v != v or v in (float("inf"), float("-inf"))):
@@ -100,20 +172,45 @@ def to_jsonable(data):
 
     out_records = []
     for i, rec in enumerate(records):
-        name, version, fields = types[rec[0]]
+        entry = entries[rec[0]]
         payload = [value(v, i) for v in rec[1:]]
-        entry = {"id": i, "type": name}
+        out = {"id": i, "type": entry["name"]}
+        fields = entry["fields"]
         if fields:
-            entry["fields"] = dict(zip(fields, payload))
+            out["fields"] = dict(zip(fields, payload))
             rest = payload[len(fields):]
             if rest:
-                entry["items"] = rest
+                out["items"] = rest
         else:
-            entry["args"] = payload
-        out_records.append(entry)
+            out["args"] = payload
+        out_records.append(out)
     return {
-        "format": VERSION,
-        "types": [{"name": n, "version": v, "fields": f} for n, v, f in types],
+        "format": version,
+        "types": entries,
         "root": value(root, len(records)),
         "records": out_records,
     }
+
+
+def _type_entry(index, entry):
+    """A type-table entry as a dict, or a FormatError naming it."""
+    if (type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str
+            or type(entry[1]) is not int or type(entry[2]) is not list
+            or not all(type(f) is str for f in entry[2])):
+        raise FormatError(f"type entry {index} is malformed: it must be [name, version, "
+                          f"[field names]]")
+    name, version, fields = entry
+    return {"name": name, "version": version, "fields": fields}
+
+
+def sizes_by_class(data):
+    """{type name: (records, encoded bytes)} of a save, for `autosave inspect`."""
+    types, records, _, _, _ = decode(data)
+    names = [_type_entry(i, e)["name"] for i, e in enumerate(types)]
+    out = {}
+    for rec in records:
+        name = names[rec[0]]
+        count, size = out.get(name, (0, 0))
+        out[name] = (count + 1, size + len(msgpack.packb(
+            rec, use_bin_type=True, unicode_errors="surrogatepass")))
+    return out

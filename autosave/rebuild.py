@@ -20,6 +20,9 @@ from .adapters.callables import apply_default_state
 from .errors import FormatError, IncompatibleSaveError, LoadError
 from .format import ABSENT, STATE_FIELDS
 from .generated import GENERATED
+from .limits import check_records
+from .adapters.containers import flood_checked
+from .loadcheck import bound_hook, describe
 from .registry import REGISTRY
 from .schema import schema_of
 
@@ -48,12 +51,18 @@ class EnumPlan:
 
     def build(self, vals):
         if len(vals) == 2:
+            if type(vals[1]) is not str:
+                raise FormatError(f"an enum {self.cls.__qualname__} record holds a "
+                                  f"member name")
             member = self.cls.__members__.get(vals[1])
             if member is None:
                 raise IncompatibleSaveError(
                     f"enum {self.cls.__qualname__} has no member {vals[1]!r} any more")
             return member
         _, none, value = vals
+        if type(value) not in _PLAIN:     # looked up by hash: plain values only
+            raise FormatError(f"an enum {self.cls.__qualname__} record holds a "
+                              f"{type(value).__name__} value")
         try:
             return self.cls(value)
         except ValueError:
@@ -61,14 +70,21 @@ class EnumPlan:
                 f"enum {self.cls.__qualname__} has no value {value!r} any more") from None
 
 
+_PLAIN = (type(None), bool, int, float, str, bytes)
+
+
 class StatePlan:
     """A class saved through ``__getstate__``; filled by ``__setstate__``."""
     mutable, has_fill = True, True
     build_finished, fill_finished, hashes = None, slice(1, None), False
 
-    def __init__(self, cls):
+    def __init__(self, cls, saved_version=None):
         self.cls = cls
         self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
+        self.hash_kind = 0 if cls.__hash__ in (object.__hash__, None) else 2
+        self.schema = schema_of(cls)
+        self.saved_version = self.schema.version if saved_version is None else saved_version
+        self.upgrades = upgrade_chain(self.schema, self.saved_version)
 
     def allocate(self, rec):
         if len(rec) > 2:
@@ -79,16 +95,25 @@ class StatePlan:
         if len(vals) < 2:
             return
         state = vals[1]
-        setstate = getattr(obj, "__setstate__", None)
+        if self.upgrades:
+            # a state class's hooks take its state dict, as they take others' fields
+            if type(state) is not dict:
+                raise IncompatibleSaveError(
+                    f"{self.schema.name} version {self.saved_version} was saved with a "
+                    f"{type(state).__name__} state; upgrade hooks take a dict state")
+            state = run_upgrades(self.schema, self.saved_version, self.upgrades, state)
+        setstate = bound_hook(obj, "__setstate__")
         try:
             if setstate is not None:
                 setstate(state)
             else:
                 apply_default_state(obj, state)
+        except LoadError:
+            raise
         except Exception as e:
             raise IncompatibleSaveError(
                 f"{self.cls.__qualname__}.__setstate__ failed on the saved state: "
-                f"{type(e).__name__}: {e}") from e
+                f"{describe(e)}") from e
 
 
 class InstancePlan:
@@ -110,19 +135,11 @@ class InstancePlan:
         self.fill_finished = {dict: slice(1 + self.nfields, None, 2),
                               set: self.build_slice}.get(base)
         self.hashes = base in (dict, set, frozenset)
-        if saved_version > schema.version:
-            raise IncompatibleSaveError(
-                f"the save holds {schema.name} version {saved_version}, newer than this "
-                f"game's version {schema.version}")
-        self.upgrades = []
-        for v in range(saved_version, schema.version):
-            hook = REGISTRY.upgrades.get((schema.name, v))
-            if hook is None:
-                raise IncompatibleSaveError(
-                    f"the save holds {schema.name} version {saved_version}; version "
-                    f"{schema.version} needs an @autosave.upgrade({schema.name!r}, "
-                    f"from_version={v}) hook")
-            self.upgrades.append(hook)
+        hash_ = cls.__hash__
+        self.hash_kind = (1 if hash_ is tuple.__hash__ else
+                          0 if hash_ in (object.__hash__, None, frozenset.__hash__) else 2)
+        self.saved_version = saved_version
+        self.upgrades = upgrade_chain(schema, saved_version)
         self.slots = frozenset(schema.slots)
         self.setters = []           # (record position, name, is_slot)
         for pos, name in enumerate(fields, 1):
@@ -134,16 +151,18 @@ class InstancePlan:
                 self.setters.append((pos, name, False))
         present = set(fields) - schema.transient
         self.defaults = []          # (name, FieldDefault) to apply after the fields
-        for name in schema.declared or ():
-            if name in present and not self.upgrades:
-                continue
-            d = schema.defaults.get(name)
-            if d is not None and d.exists:
-                self.defaults.append((name, d))
-            elif name not in schema.transient and not self.upgrades:
-                raise IncompatibleSaveError(
-                    f"{schema.name} has a field {name!r} the save does not hold, and the "
-                    f"field has no default; give it a default or an @autosave.upgrade hook")
+        if not self.upgrades:       # with hooks, what they return decides (fill_upgraded)
+            for name in schema.declared or ():
+                if name in present:
+                    continue
+                d = schema.defaults.get(name)
+                if d is not None and d.exists:
+                    self.defaults.append((name, d))
+                elif name not in schema.transient:
+                    raise IncompatibleSaveError(
+                        f"{schema.name} has a field {name!r} the save does not hold, and "
+                        f"the field has no default; give it a default or an "
+                        f"@autosave.upgrade hook")
         self.new = (base or object).__new__
         self.create = self.create_from_record = None
         simple = not self.upgrades and not self.defaults and base is None
@@ -178,6 +197,8 @@ class InstancePlan:
     def build(self, vals):
         payload = vals[1 + self.nfields:]
         base = self.base
+        if base is frozenset:
+            flood_checked(vals, 1 + self.nfields, 1, f"a {self.schema.name}")
         if base is tuple or base is frozenset:
             return base.__new__(self.cls, payload)
         (value,) = payload
@@ -207,14 +228,16 @@ class InstancePlan:
         if base is list:
             list.extend(obj, islice(vals, 1 + nf, None))
         elif base is dict:
+            flood_checked(vals, 1 + nf, 2, f"a {self.schema.name}")
             it = islice(vals, 1 + nf, None)
             dict.update(obj, zip(it, it))
         elif base is set:
+            flood_checked(vals, 1 + nf, 1, f"a {self.schema.name}")
             set.update(obj, islice(vals, 1 + nf, None))
         elif base is deque:
             maxlen = vals[1 + nf]
             if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
-                raise ValueError(f"deque maxlen {maxlen!r} is not a non-negative int")
+                raise ValueError("a deque's maxlen must be None or a non-negative int")
             deque.__init__(obj, islice(vals, 2 + nf, None), maxlen)
 
     def set_field(self, obj, name, value):
@@ -230,29 +253,61 @@ class InstancePlan:
                 fields[name] = v
             elif name in self.slots:
                 self.unset_slots += 1
-        for hook in self.upgrades:
-            try:
-                fields = hook(fields)
-            except Exception as e:
-                raise IncompatibleSaveError(
-                    f"upgrade hook {hook.__qualname__} for {self.schema.name} failed: "
-                    f"{type(e).__name__}: {e}") from e
-            if not isinstance(fields, dict):
-                raise IncompatibleSaveError(
-                    f"upgrade hook {hook.__qualname__} for {self.schema.name} must return "
-                    f"the field dict, returned {type(fields).__name__}")
+        schema = self.schema
+        fields = run_upgrades(schema, self.saved_version, self.upgrades, fields)
+        declared = schema.declared
         for name, value in fields.items():
-            if name not in self.schema.transient:
-                self.set_field(obj, name, value)
-        for name in self.schema.declared:
-            if name not in fields and name not in self.schema.transient:
-                d = self.schema.defaults.get(name)
-                if d is None or not d.exists:
-                    raise IncompatibleSaveError(
-                        f"{self.schema.name} field {name!r} is missing after the upgrade "
-                        f"hooks ran, and it has no default")
+            if name not in schema.transient:
+                self.set_field(obj, name, value)     # a field the class lost is dropped
+        for name in declared or ():
+            if name in fields or name in schema.transient:
+                continue
+            d = schema.defaults.get(name)
+            if d is None or not d.exists:
+                raise IncompatibleSaveError(
+                    f"{schema.name} field {name!r} has no value after the upgrade hooks from "
+                    f"version {self.saved_version} ran, and no default; the hook for "
+                    f"version {schema.version - 1} must supply it")
+            self.set_field(obj, name, d.make(obj))
 
 
+def upgrade_chain(schema, saved_version):
+    """The hooks taking a save of ``saved_version`` to the class's version, in order."""
+    if type(saved_version) is not int or saved_version < 1:
+        raise FormatError(f"the save's version of {schema.name} is not a positive int")
+    if saved_version > schema.version:
+        raise IncompatibleSaveError(
+            f"the save holds {schema.name} version {saved_version}, newer than this "
+            f"game's version {schema.version}")
+    chain = []
+    for v in range(saved_version, schema.version):
+        hook = REGISTRY.upgrades.get((schema.name, v))
+        if hook is None:
+            raise IncompatibleSaveError(
+                f"the save holds {schema.name} version {saved_version}; version "
+                f"{schema.version} needs an @autosave.upgrade({schema.name!r}, "
+                f"from_version={v}) hook")
+        chain.append(hook)
+    return chain
+
+
+def run_upgrades(schema, saved_version, hooks, fields):
+    """The field dict after every hook of the chain, each checked to return a dict of
+    str keys."""
+    for v, hook in enumerate(hooks, saved_version):
+        try:
+            fields = hook(fields)
+        except LoadError:
+            raise
+        except Exception as e:
+            raise IncompatibleSaveError(
+                f"upgrade hook {hook.__qualname__} for {schema.name} version {v} failed: "
+                f"{describe(e)}") from e
+        if type(fields) is not dict or not all(type(k) is str for k in fields):
+            raise IncompatibleSaveError(
+                f"upgrade hook {hook.__qualname__} for {schema.name} version {v} must "
+                f"return the field dict (str keys), returned a {type(fields).__name__}")
+    return fields
 
 
 # -- type entries -> plans ---------------------------------------------------------------
@@ -261,7 +316,8 @@ def plan_for(index, entry):
     if (type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str
             or type(entry[1]) is not int or type(entry[2]) is not list
             or not all(type(f) is str for f in entry[2])):
-        raise FormatError(f"type entry {index} is malformed: {entry!r:.200}")
+        raise FormatError(f"type entry {index} is malformed: it must be [name, version, "
+                          f"[field names]]")
     name, version, fields = entry
     adapter = ADAPTERS_BY_NAME.get(name)
     if adapter is not None:
@@ -276,17 +332,22 @@ def plan_for(index, entry):
     if schema.strategy == "enum":
         return EnumPlan(cls)
     if fields == list(STATE_FIELDS):
-        return StatePlan(cls)
+        return StatePlan(cls, version)
     return InstancePlan(cls, name, version, fields)
 
 
 # -- records -> objects ------------------------------------------------------------------
 
 class Loader:
-    def __init__(self, types, records, unset_markers=0, closes_cycle=None):
+    def __init__(self, types, records, unset_markers=0, closes_cycle=None, by_type=None):
         self.records = records
         self.objs = []
         self.plans = [plan_for(i, e) for i, e in enumerate(types)]
+        if by_type is None:
+            by_type = [[] for _ in types]
+            for i, rec in enumerate(records):
+                by_type[rec[0]].append(i)
+        check_records(self.plans, records, by_type)
         if not unset_markers:
             # Generated code builds records straight into their objects; it never sees
             # unset-slot markers, so it is used only when the file holds none.
@@ -391,10 +452,10 @@ class Loader:
         for i in sorted(hooks) if deferred else hooks:
             obj = objs[i]
             try:
-                obj.__autosave_loaded__()
+                bound_hook(obj, "__autosave_loaded__")()
             except Exception as e:
                 raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ failed: "
-                                f"{type(e).__name__}: {e}") from e
+                                f"{describe(e)}") from e
         return root
 
     def blocker(self, rec, part, here, hashes):
@@ -436,7 +497,8 @@ class Loader:
         if v.__class__ is list:
             n = len(self.objs)
             if len(v) != 1 or type(v[0]) is not int or not -n <= v[0] < n:
-                raise FormatError(f"the root reference {v!r:.80} is out of range")
+                raise FormatError(f"the root reference is malformed or out of range "
+                                  f"(0..{n - 1})")
             return self.objs[v[0]]
         return v
 
@@ -450,7 +512,7 @@ class Loader:
             if v.__class__ is list:
                 j = v[0]
                 if len(v) != 1 or j.__class__ is not int:
-                    raise FormatError(f"record {here}: reference {v!r:.80} is malformed")
+                    raise FormatError(f"record {here}: a reference is malformed")
                 if j < 0:
                     j += here
                 v = objs[j] if 0 <= j < built else self.forward(j, here)
@@ -571,10 +633,11 @@ class Loader:
 ALL = slice(1, None)
 
 
-def load_records(types, records, root_value, unset_markers=0, closes_cycle=None):
+def load_records(types, records, root_value, unset_markers=0, closes_cycle=None,
+                 by_type=None):
     loader = None
     try:
-        loader = Loader(types, records, unset_markers, closes_cycle)
+        loader = Loader(types, records, unset_markers, closes_cycle, by_type)
         return loader.run(root_value)
     except LoadError:
         raise
@@ -583,4 +646,4 @@ def load_records(types, records, root_value, unset_markers=0, closes_cycle=None)
     except Exception as e:
         where = (f"record {loader.current}" if loader and loader.current is not None
                  else "the type table" if loader is None else "the root")
-        raise FormatError(f"{where} is malformed: {type(e).__name__}: {e}") from e
+        raise FormatError(f"{where} is malformed: {describe(e)}") from e

@@ -6,7 +6,10 @@ allowed namespaces: packages that define ``@save_root``/``@saveable`` classes, p
 named with ``allow()``, and the built-in adapters. Nothing outside them is ever imported.
 """
 
-import importlib
+import collections  # noqa: F401  (every SAFE_STDLIB_NAMES module is imported here:
+import math         # noqa: F401   a load resolves names in sys.modules, never imports)
+import operator     # noqa: F401
+import random       # noqa: F401
 import sys
 import types
 
@@ -14,7 +17,7 @@ from .errors import IncompatibleSaveError, SaveError, UntrustedTypeError
 
 # Pure functions and plain classes of the standard library a save may refer to by name
 # (sort keys, defaultdict factories, partial targets). A save never calls them itself
-# (see ReduceAdapter.check_constructor); when the game does, they cannot touch the
+# (see ReduceAdapter.build); when the game does, they cannot touch the
 # outside world.
 SAFE_STDLIB_NAMES = frozenset(
     [f"builtins.{n}" for n in (
@@ -143,7 +146,7 @@ class Registry:
             raise UntrustedTypeError(f"{what} name {name!r} is not a valid name")
         if name in SAFE_STDLIB_NAMES:
             module_name, _, attr = name.rpartition(".")
-            return getattr(importlib.import_module(module_name), attr)
+            return getattr(sys.modules[module_name], attr)
         parts = name.split(".")
         if not self.is_allowed_module(parts[0] if len(parts) > 1 else name):
             # Also accept namespaces allowed at a deeper level ("mygame.ai").
@@ -158,10 +161,7 @@ class Registry:
                 continue
             module = sys.modules.get(module_name)
             if module is None:
-                try:
-                    module = importlib.import_module(module_name)
-                except ImportError:
-                    continue
+                continue          # a load never imports: the game imports its modules
             obj = module
             for attr in parts[split:]:
                 obj = getattr(obj, attr, None)
@@ -175,8 +175,9 @@ class Registry:
             else:
                 return self._checked_home(obj, name, what)
         raise IncompatibleSaveError(
-            f"the save refers to {what} {name!r}, which no longer exists; if it was renamed, "
-            f"add aliases=({name!r},) to its @autosave.saveable")
+            f"the save refers to {what} {name!r}, which no longer exists or whose module "
+            f"is not imported (a load imports nothing: import the game's modules first); "
+            f"if it was renamed, add aliases=({name!r},) to its @autosave.saveable")
 
 
     def _checked_home(self, obj, name, what):

@@ -42,9 +42,7 @@ def outputs(packages, out_dir):
         machines, labels = coroutine_module(package, funcs, previous)
         files[directory / f"{MODULE}.py"] = generate([package], classes, package)
         files[directory / f"{COROUTINES}.py"] = machines
-        manifest = manifest_.build([package], classes, external)
-        if labels:
-            manifest["coroutines"] = labels
+        manifest = manifest_.build([package], classes, external, coroutines=labels)
         files[manifest_path] = manifest_.dumps(manifest)
     return files
 

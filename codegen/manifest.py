@@ -1,11 +1,31 @@
-"""The schema manifest: what a package saves, as JSON (docs/codegen.md).
+"""The schema manifest: what a package saves, as JSON (docs/codegen.md, docs/compat.md).
 
-The same file the compatibility checker diffs between releases: per class its stable
-name, version, how it is saved, its fields (name, declared type, default, where it
-lives) and the fingerprint generated code is checked against.
+The same document is the release snapshot the compatibility checker diffs between
+releases (``autosave compat snapshot``): per class its stable name, aliases, version,
+upgrade hooks, how it is saved, its fields (name, declared type, default, where it
+lives) and the fingerprint generated code is checked against; every registered asset
+id; every coroutine resume label with the source line of its yield and the locals live
+there; the root classes and the trusted namespaces.
+
+Format history (``"autosave_manifest"``):
+
+* 1: ``packages``, ``classes``, ``external``, and ``coroutines`` as ``{function:
+  {"labels": {label: {context, text, line, index}}}}``.
+* 2: adds ``assets`` (every registered id in a release snapshot; the ones the
+  package holds in a codegen manifest), ``trusted`` (release snapshots only), per class ``file``/``line``/``upgrades``, per field
+  ``declared``/``line``, and per coroutine ``file``/``line``/``params`` and per label
+  ``source_line`` and ``live``. Everything version 1 had keeps its meaning, so readers
+  of version 1 (label matching in ``autosave.generated``) read version 2 unchanged.
+
+Paths are relative to the directory the package is imported from, so the file is the
+same on every machine (``autosave-codegen --check`` compares it byte for byte).
 """
 
+import inspect
 import json
+import os
+import re
+import sys
 import typing
 
 from autosave.registry import REGISTRY
@@ -14,7 +34,8 @@ from autosave.schema import schema_of
 from .collect import field_hints
 from .emit import kind_of
 
-FORMAT = 1
+FORMAT = 2
+FORMATS = (1, 2)          # the versions readers of this module understand
 
 
 def type_text(annotation):
@@ -47,11 +68,70 @@ def default_text(default):
     return {"value": repr(value)}
 
 
+def relative_file(module_name):
+    """The source file of a module, relative to the sys.path entry it was imported
+    from ('game/model.py'), or None when it has no file."""
+    module = sys.modules.get(module_name)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    path = os.path.abspath(path)
+    depth = module_name.count(".") + (1 if path.endswith("__init__.py") else 0)
+    root = path
+    for _ in range(depth + 1):
+        root = os.path.dirname(root)
+    return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def source_lines(obj):
+    """(lines, first line number) of a class or function, or ((), None)."""
+    try:
+        return inspect.getsourcelines(obj)
+    except (OSError, TypeError):
+        return (), None
+
+
+def member_lines(cls, names):
+    """{name: line} of the statements assigning each name in a class body, found in its
+    source: 'hp: int = 3', 'RED = 1'. Lines are for messages only."""
+    lines, first = source_lines(cls)
+    found = {}
+    if first is None:
+        return found
+    wanted = set(names)
+    for i, text in enumerate(lines):
+        m = re.match(r"\s+([A-Za-z_]\w*)\s*(:|=(?!=))", text)
+        if m and m.group(1) in wanted and m.group(1) not in found:
+            found[m.group(1)] = first + i
+    return found
+
+
+def def_line(lines, first):
+    for i, text in enumerate(lines):
+        if re.match(r"\s*(async\s+)?def\s", text):
+            return first + i
+    return first
+
+
+def upgrade_entries(stable):
+    out = []
+    for (name, version), hook in sorted(REGISTRY.upgrades.items(), key=lambda kv: kv[0][1]):
+        if name != stable:
+            continue
+        module = getattr(hook, "__module__", None) or "?"
+        _, line = source_lines(hook)
+        out.append({"from": version,
+                    "hook": f"{module}.{getattr(hook, '__qualname__', '?')}",
+                    "file": relative_file(module), "line": line})
+    return out
+
+
 def class_entry(cls):
     schema = schema_of(cls)
     hints = field_hints(cls)
     fields = []
     names = list(schema.slots) + [n for n in schema.declared if n not in schema.slots]
+    lines = member_lines(cls, names)
     for name in names:
         fields.append({
             "name": name,
@@ -59,31 +139,127 @@ def class_entry(cls):
             "in": "slot" if name in schema.slots else "dict",
             "transient": name in schema.transient,
             "default": default_text(schema.defaults.get(name)),
+            "declared": name in schema.declared,
+            "line": lines.get(name),
         })
     aliases = sorted(k for k, v in REGISTRY.by_name.items() if v is cls and k != schema.name)
     kind = kind_of(cls)
+    _, line = source_lines(cls)
     entry = {
         "class": f"{cls.__module__}.{cls.__qualname__}",
         "version": schema.version,
         "strategy": schema.strategy,
+        "base": schema.base.__name__ if schema.base is not None else None,
         "generated": kind if kind in ("slots", "dict") else None,
         "aliases": aliases,
         "root": bool(cls.__dict__.get("__autosave_root__", False)),
         "fields": fields,
         "fingerprint": schema.fingerprint,
+        "file": relative_file(cls.__module__),
+        "line": line,
+        "upgrades": upgrade_entries(schema.name),
     }
     if schema.strategy == "enum":     # saved by member name: removing one breaks saves
         entry["members"] = list(cls.__members__)
+        entry["member_lines"] = member_lines(cls, cls.__members__)
     return entry
 
 
-def build(packages, classes, external):
+def coroutine_entry(func, data):
+    """The manifest entry of one coroutine function from its state-machine spec data
+    (``transform.transform``'s second result, or ``CoroutineSpec.data``)."""
+    func = getattr(func, "__wrapped__", func)
+    lines, first = source_lines(func)
+    start = def_line(lines, first) if first is not None else None
+    live = {p["label"]: [{"name": n, "required": not guarded} for n, _, guarded in p["live"]]
+            for p in data["points"]}
+    labels = {}
+    for label, info in data["labels"].items():
+        labels[label] = dict(info)
+        labels[label]["source_line"] = start + info["line"] if start is not None else None
+        labels[label]["live"] = live.get(label, [])
     return {
+        "function": f"{func.__module__}.{func.__qualname__}",
+        "file": relative_file(func.__module__),
+        "line": start,
+        "params": sorted(set(data["params"]) | set(data["cells"])),
+        "labels": labels,
+    }
+
+
+def coroutine_entries(packages, labels=None):
+    """{qualified name: entry} of the coroutine functions of ``packages``. ``labels``:
+    {qualified name: {"labels": ...}} as autosave-codegen assigned them; without it the
+    labels are the ones the decorated functions use in this process."""
+    from autosave.coroutines import SPECS, transform
+
+    from .collect import inside
+
+    out = {}
+    for spec in SPECS.values():
+        if not inside(spec.function.__module__, packages):
+            continue
+        name = spec.qualified_name
+        if labels is not None:
+            if name not in labels:
+                continue
+            # The labels are given; transforming again with them as the previous build's
+            # keeps every one of them and yields the locals live at each.
+            _, data = transform.transform(spec.function, labels[name]["labels"])
+        else:
+            data = spec.data
+        out[name] = coroutine_entry(spec.function, data)
+    return {name: out[name] for name in sorted(out)}
+
+
+def package_assets(packages):
+    """The registered asset ids that belong to ``packages``: the asset's class is
+    defined there, or a module of the packages holds it (a module-level name, or an
+    item of a module-level dict, list or tuple). The registry is process-wide, so this
+    keeps a manifest made in a process that imported other code the same."""
+    from .collect import inside
+
+    held = set()
+    for name, module in list(sys.modules.items()):
+        if not inside(name, packages):
+            continue
+        for value in list(vars(module).values()):
+            held.add(id(value))
+            if type(value) in (list, tuple):
+                held.update(map(id, value))
+            elif type(value) is dict:
+                held.update(map(id, value.values()))
+    return sorted(asset_id for asset_id, obj in REGISTRY.asset_by_id.items()
+                  if id(obj) in held or inside(type(obj).__module__, packages))
+
+
+def build(packages, classes, external, coroutines=None):
+    """The manifest of ``packages``. ``coroutines``: the labels autosave-codegen
+    assigned ({function: {"labels": ...}}), or None for the labels in use now."""
+    manifest = {
         "autosave_manifest": FORMAT,
         "packages": list(packages),
         "classes": {schema_of(c).name: class_entry(c) for c in classes},
         "external": sorted(f"{c.__module__}.{c.__qualname__}" for c in external),
+        "assets": package_assets(packages),
     }
+    entries = coroutine_entries(packages, coroutines)
+    if entries:
+        manifest["coroutines"] = entries
+    return manifest
+
+
+def snapshot(packages):
+    """Import ``packages`` and return their manifest as it is now: what `autosave compat
+    snapshot` writes and `autosave compat check` compares."""
+    from .collect import collect
+    own, external = collect(packages)
+    manifest = build(packages, own, external)
+    # Trust is process-wide: only a process that imported nothing but the packages (the
+    # `autosave compat snapshot` command) can say which namespaces they trust.
+    manifest["trusted"] = sorted(REGISTRY.allowed)
+    manifest["assets"] = sorted(REGISTRY.asset_by_id)
+    return manifest
 
 
 def dumps(manifest):

@@ -33,7 +33,7 @@ def roundtrip_file(obj, path):
     data = path.read_bytes()
     assert written == len(data), "save() must return the number of bytes written"
     assert data == autosave.dumps(obj), "save() wrote other bytes than dumps() returns"
-    assert not list(path.parent.glob(".autosave-*")), "save() left a temporary file behind"
+    assert not list(path.parent.glob("*.autosave-*")), "save() left a temporary file behind"
     copy = autosave.load(path)
     assert autosave.dumps(copy) == data, "dumps(load(path)) != the file's bytes"
     return copy

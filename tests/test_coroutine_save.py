@@ -8,7 +8,7 @@ import msgpack
 import pytest
 
 import autosave
-from autosave.format import HEADER
+from autosave.format import frame, unframe
 from helpers import roundtrip
 from modtools import fresh_name, load_module, unload
 
@@ -175,11 +175,11 @@ def test_a_local_the_resume_point_needs_must_be_in_the_save(game):
     g.brain = m.patrol(g, ["a"])
     run(g.brain, 1)
     data = autosave.dumps(g)
-    types_, records, root = msgpack.unpackb(data[len(HEADER):], raw=False)
+    types_, records, root = msgpack.unpackb(unframe(data)[1], raw=False)
     rec = next(r for r in records if types_[r[0] if r[0] >= 0 else ~r[0]][0] == "autosave.coroutine")
     i = rec.index("laps")
     del rec[i:i + 2]
-    forged = HEADER + msgpack.packb([types_, records, root], use_bin_type=True)
+    forged = frame(msgpack.packb([types_, records, root], use_bin_type=True))
     with pytest.raises(autosave.IncompatibleSaveError, match="needs the local 'laps'"):
         autosave.loads(forged)
 
@@ -193,7 +193,7 @@ def test_a_forged_function_name_is_refused(game):
     assert msgpack.packb(name) in data
     for forged_name, error in [("os.system", autosave.UntrustedTypeError),
                                (f"{m.__name__}.Door", autosave.IncompatibleSaveError)]:
-        forged = data.replace(msgpack.packb(name), msgpack.packb(forged_name))
+        forged = frame(bytes(unframe(data)[1]).replace(msgpack.packb(name), msgpack.packb(forged_name)))
         with pytest.raises(error):
             autosave.loads(forged)
 

@@ -95,7 +95,7 @@ def test_trust_is_decided_at_load_not_by_the_file(module):
         autosave.loads(data)
 
 
-def test_allowed_package_is_imported_on_demand(tmp_path, monkeypatch):
+def test_a_load_imports_nothing_even_from_allowed_packages(tmp_path, monkeypatch):
     pkg = fresh_name("lazy")
     (tmp_path / pkg).mkdir()
     (tmp_path / pkg / "__init__.py").write_text("")
@@ -109,8 +109,11 @@ def test_allowed_package_is_imported_on_demand(tmp_path, monkeypatch):
         data = autosave.dumps(units.Unit(3))
         for name in [f"{pkg}.units", pkg]:
             del sys.modules[name]
-        unit = autosave.loads(data)
-        assert unit.hp == 3 and f"{pkg}.units" in sys.modules
+        with pytest.raises(autosave.IncompatibleSaveError, match="not imported"):
+            autosave.loads(data)
+        assert f"{pkg}.units" not in sys.modules and pkg not in sys.modules
+        importlib.import_module(f"{pkg}.units")     # the game imports its own modules
+        assert autosave.loads(data).hp == 3
     finally:
         REGISTRY.allowed.discard(pkg)
         for name in [f"{pkg}.units", pkg]:

@@ -1,18 +1,20 @@
 """Callables and references: globals by name, bound methods, partials, closures and
 lambdas (code identity + cells), closure cells, assets, reduce.
 
-Nothing here calls a function it resolves, except ``reduce`` records, whose callable
-must itself resolve through the registry's trust rules.
+Loading one never calls it: a callable from a save is a value. What a loaded callable
+can do once the game calls it is bounded too (docs/security.md): it is a function or
+class of the allowed namespaces, a pure standard-library name, a method the object's
+class defines, or a getter/caller naming public attributes only.
 """
 
 import copyreg
 import functools
-import importlib
 import operator
 import sys
 import types
 
-from ..errors import IncompatibleSaveError, UntrustedTypeError
+from ..errors import FormatError, IncompatibleSaveError, UntrustedTypeError
+from ..loadcheck import bound_hook, class_attribute, exact, str_dict
 from ..registry import REGISTRY, stable_name
 from .base import ADAPTERS_BY_NAME, Adapter, register_adapter
 
@@ -52,38 +54,81 @@ class GlobalAdapter(Adapter):
 
 
 class MethodAdapter(Adapter):
-    """[self, attribute name] -- a bound method, looked up again on load; or
-    [self, function] for a method made by hand (``types.MethodType(f, obj)``) that the
-    object does not have under its name."""
+    """[self, attribute name] -- a bound method, bound again on load to the method its
+    class defines under that name; or [self, function] for a method made by hand
+    (``types.MethodType(f, obj)``) that the object's class does not define."""
     name, types = "autosave.method", (types.MethodType, types.MethodWrapperType)
+    hash_kind = 2             # a bound method hashes its __self__
     # builtin methods ([].append) share their type with builtin functions (len): the
     # walker routes those with a non-module __self__ here
 
     def parts(self, obj):
         owner = obj.__self__
         name = obj.__name__
-        if getattr(owner, name, None) != obj:
-            mangled = f"_{type(owner).__name__.lstrip('_')}{name}"
-            if getattr(owner, mangled, None) == obj:
-                name = mangled
-            elif isinstance(obj, types.MethodType):
-                return [owner, obj.__func__]
-            else:
-                raise LookupError(f"method {name} of {type(owner).__qualname__} cannot be "
-                                  f"found again by name")
-        return [owner, name]
+        for candidate in (name, f"_{type(owner).__name__.lstrip('_')}{name}"):
+            try:
+                if method_of(owner, candidate) == obj:
+                    return [owner, candidate]
+            except LookupError:
+                pass
+        if isinstance(obj, types.MethodType):
+            return [owner, obj.__func__]
+        raise LookupError(f"method {name} of {type(owner).__qualname__} is not defined by "
+                          f"its class, so a load could not bind it again")
 
     def build(self, vals):
         owner, name = vals[1:]
-        if type(name) is not str:
-            if not callable(name):
-                raise ValueError("a method record holds its name or its function")
+        if type(name) is str:
+            try:
+                return method_of(owner, name)
+            except UntrustedTypeError:
+                raise
+            except LookupError as e:
+                raise IncompatibleSaveError(str(e)) from None
+        if type(name) is types.FunctionType or (
+                isinstance(name, type) and REGISTRY.is_allowed_module(name.__module__)):
             return types.MethodType(name, owner)
-        method = getattr(owner, name)
-        if getattr(method, "__self__", None) is not owner:
-            raise IncompatibleSaveError(
-                f"{type(owner).__qualname__}.{name} is no longer a method of the saved object")
-        return method
+        raise FormatError(f"a method record holds a method name or a function, the save "
+                          f"holds a {type(name).__name__}")
+
+
+# Special methods a saved bound method may name on any object: the data protocols,
+# which read or change that object only. Others (``__subclasses__``, ``__reduce_ex__``,
+# ``__getattribute__``, ``__init_subclass__``...) reach the interpreter's machinery.
+DATA_DUNDERS = frozenset(
+    "__getitem__ __setitem__ __delitem__ __contains__ __len__ __iter__ __next__ "
+    "__reversed__ __call__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __hash__ __bool__ "
+    "__add__ __sub__ __mul__ __truediv__ __floordiv__ __mod__ __neg__ __pos__ __abs__ "
+    "__and__ __or__ __xor__ __str__ __repr__ __format__ __enter__ __exit__".split())
+
+_BUILTIN_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def method_of(owner, name):
+    """``owner``'s method ``name`` as its class defines it, bound without running any
+    code of the object (no instance attributes, no ``__getattr__``, no metaclass).
+    LookupError when the class defines no such method; UntrustedTypeError for a
+    special method outside the data protocols, unless the game's own code defines it."""
+    is_class = isinstance(owner, type)
+    cls = owner if is_class else type(owner)
+    attr = class_attribute(cls, name)
+    dunder = name.startswith("__") and name.endswith("__")
+    own_code = (type(attr) is types.FunctionType
+                and REGISTRY.is_allowed_module(getattr(attr, "__module__", None)))
+    if dunder and not own_code and (is_class or name not in DATA_DUNDERS):
+        raise UntrustedTypeError(
+            f"the save asks for the special method {cls.__qualname__}.{name}; a save may "
+            f"bind special methods of the data protocols only")
+    if is_class:
+        if type(attr) is classmethod:
+            return types.MethodType(attr.__func__, owner)
+        if type(attr) is types.ClassMethodDescriptorType:
+            return attr.__get__(None, owner)
+    elif type(attr) is types.FunctionType:
+        return types.MethodType(attr, owner)
+    elif type(attr) in _BUILTIN_METHODS:
+        return attr.__get__(owner, cls)
+    raise LookupError(f"{cls.__qualname__}.{name} is not a method its class defines")
 
 
 class PartialAdapter(Adapter):
@@ -96,10 +141,12 @@ class PartialAdapter(Adapter):
 
     def build(self, vals):
         func, args, keywords, attrs = vals[1:]
-        if not callable(func) or type(args) is not tuple or type(keywords) is not dict:
-            raise ValueError("malformed functools.partial record")
-        p = functools.partial(func, *args, **keywords)
-        if attrs is not None:
+        if not callable(func):
+            raise FormatError(f"a functools.partial record holds a "
+                              f"{type(func).__name__} as its function")
+        p = functools.partial(func, *exact(args, tuple, "a partial's arguments"),
+                              **str_dict(keywords, "a partial's keywords"))
+        if str_dict(attrs, "a partial's attributes", allow_none=True):
             p.__dict__.update(attrs)
         return p
 
@@ -163,12 +210,13 @@ class FunctionAdapter(Adapter):
             raise IncompatibleSaveError(
                 f"function {module}.{qualname} now closes over {code.co_freevars}, "
                 f"the save holds {len(closure or ())} cells")
-        if defaults is not None and type(defaults) is not tuple:
-            raise ValueError("function defaults are a tuple")
+        if defaults is not None:
+            exact(defaults, tuple, "a function's defaults")
+        exact(fname, str, "a function's name")
         fn = types.FunctionType(code, _module(module).__dict__, fname, defaults, closure)
-        if kwdefaults is not None:
+        if str_dict(kwdefaults, "a function's keyword defaults", allow_none=True) is not None:
             fn.__kwdefaults__ = dict(kwdefaults)
-        if attrs is not None:
+        if str_dict(attrs, "a function's attributes", allow_none=True):
             fn.__dict__.update(attrs)
         return fn
 
@@ -177,7 +225,11 @@ def _module(name):
     if not REGISTRY.is_allowed_module(name):
         raise UntrustedTypeError(f"the save refers to a function of module {name!r}, "
                                  f"outside the allowed namespaces; nothing was imported")
-    return importlib.import_module(name)
+    module = sys.modules.get(name)
+    if module is None:        # a load imports nothing: the game imports its modules
+        raise IncompatibleSaveError(f"the save refers to a function of module {name!r}, "
+                                    f"which is not imported; import it before loading")
+    return module
 
 
 def code_candidates(module_name, qualname, resolve=False):
@@ -270,55 +322,102 @@ class ReduceAdapter(Adapter):
             dict_flat.extend((k, v))
         return [func, newobj, tuple(args), state, list(listitems or ()), dict_flat]
 
-    # Standard-library classes whose constructors only store their arguments.
-    SAFE_CONSTRUCTORS = frozenset((operator.itemgetter, operator.attrgetter, operator.methodcaller))
-
     def build(self, vals):
         func, newobj, args = vals[1:4]
-        if type(args) is not tuple:
-            raise ValueError("reduce arguments are a tuple")
-        self.check_constructor(func)
-        return func.__new__(func, *args) if newobj else func(*args)
-
-    def check_constructor(self, func):
-        """A reduce record may only construct a class of the game's own allowed
-        namespaces (or a constructor that just stores its arguments). Functions and
-        standard-library types are never called: list(map(f, xs)), deque(count()) and
-        the like would turn a save into a program."""
-        if func in self.SAFE_CONSTRUCTORS:
-            return
-        if not isinstance(func, type) or not REGISTRY.is_allowed_module(func.__module__):
+        exact(args, tuple, "reduce arguments")
+        check = SAFE_CONSTRUCTORS.get(func)
+        if check is not None:
+            check(args)
+        elif not isinstance(func, type) or not REGISTRY.is_allowed_module(func.__module__):
             raise UntrustedTypeError(
                 f"the save asks to construct {getattr(func, '__module__', '?')}."
-                f"{getattr(func, '__qualname__', repr(func))}; a save may only construct "
-                f"classes of the allowed namespaces {sorted(REGISTRY.allowed)}")
+                f"{getattr(func, '__qualname__', type(func).__name__)}; a save may only "
+                f"construct classes of the allowed namespaces {sorted(REGISTRY.allowed)}")
+        return func.__new__(func, *args) if newobj is True else func(*args)
 
     def fill(self, obj, vals):
         state, listitems, dictitems = vals[4:]
+        if type(obj) in SAFE_CONSTRUCTORS:
+            if state is not None or listitems or dictitems:
+                raise FormatError(f"a {type(obj).__name__} record holds state or items")
+            return
         if state is not None:
-            setstate = getattr(obj, "__setstate__", None)
+            setstate = bound_hook(obj, "__setstate__")
             if setstate is not None:
                 setstate(state)
             else:
                 apply_default_state(obj, state)
-        if listitems:
-            obj.extend(listitems)
-        if dictitems:
+        if exact(listitems, list, "reduce list items"):
+            bound_hook(obj, "extend")(listitems)
+        if exact(dictitems, list, "reduce dict items"):
+            if len(dictitems) % 2:
+                raise FormatError("reduce dict items come in key, value pairs")
+            setitem = bound_hook(obj, "__setitem__")
             it = iter(dictitems)
             for k, v in zip(it, it):
-                obj[k] = v
+                setitem(k, v)
+
+
+def _public_names(what, names):
+    """Getter and caller names reach attributes: public ones only, so a save cannot
+    walk to ``__globals__``, ``__subclasses__``, ``__builtins__`` or a private field."""
+    for name in names:
+        if type(name) is not str:
+            raise FormatError(f"{what} names are strings")
+        if any(not part or part.startswith("_") for part in name.split(".")):
+            raise UntrustedTypeError(f"the save asks for {what} of {name!r}; a save may "
+                                     f"name public attributes only")
+
+
+def _check_itemgetter(args):
+    if not args:
+        raise FormatError("an itemgetter record needs at least one item")
+
+
+def _check_attrgetter(args):
+    if not args:
+        raise FormatError("an attrgetter record needs at least one name")
+    _public_names("an attrgetter", args)
+
+
+def _check_methodcaller(args):
+    if not args:
+        raise FormatError("a methodcaller record needs a method name")
+    _public_names("a methodcaller", args[:1])
+
+
+# Standard-library classes whose constructors only store their arguments, each with
+# the check its arguments must pass.
+SAFE_CONSTRUCTORS = {operator.itemgetter: _check_itemgetter,
+                     operator.attrgetter: _check_attrgetter,
+                     operator.methodcaller: _check_methodcaller}
 
 
 def apply_default_state(obj, state):
-    """What pickle does for a state without ``__setstate__``: dict, or (dict, slots)."""
+    """What pickle does for a state without ``__setstate__``: dict, or (dict, slots).
+    Slot names must be slots the class declares."""
     slotstate = None
-    if isinstance(state, tuple) and len(state) == 2:
+    if type(state) is tuple and len(state) == 2:
         state, slotstate = state
-    if state:
+    if str_dict(state, "a state dict", allow_none=True):
         obj.__dict__.update(state)
-    if slotstate:
+    if str_dict(slotstate, "a slot state dict", allow_none=True):
+        slots = _declared_slots(type(obj))
         for k, v in slotstate.items():
+            if k not in slots:
+                raise FormatError(f"the save's slot state names {k!r}, which is not a "
+                                  f"slot of {type(obj).__qualname__}")
             object.__setattr__(obj, k, v)
+
+
+def _declared_slots(cls):
+    names = set()
+    for klass in cls.__mro__:
+        declared = klass.__dict__.get("__slots__", ())
+        names.update((declared,) if isinstance(declared, str) else declared)
+    names.discard("__dict__")
+    names.discard("__weakref__")
+    return names
 
 
 GLOBAL = register_adapter(GlobalAdapter())

@@ -9,8 +9,15 @@ import collections
 import types as pytypes
 from itertools import islice
 
+from ..limits import FLOOD_MIN, check_flood
 from ..schema import schema_of
 from .base import Adapter, register_adapter
+
+
+def flood_checked(vals, start, step, what):
+    """Check the keys vals[start::step] of a big container for crafted collisions."""
+    if len(vals) > start + FLOOD_MIN * step:
+        check_flood(list(islice(vals, start, None, step)), what)
 
 
 def ordered_members(s, written_index=None, structural_index=None):
@@ -95,7 +102,7 @@ class ListAdapter(Adapter):
 
 
 class TupleAdapter(Adapter):
-    name, types = "builtins.tuple", (tuple,)
+    name, types, hash_kind = "builtins.tuple", (tuple,), 1
 
     def parts(self, obj):
         return obj
@@ -118,11 +125,13 @@ class DictAdapter(Adapter):
         return self.factory()
 
     def fill(self, obj, vals):
+        flood_checked(vals, 1, 2, "a dict")
         dict.update(obj, pairs(vals))
 
     def create(self, rec, vals):
         if len(rec) % 2 != 1:
             raise ValueError("a dict record holds key/value pairs")
+        flood_checked(vals, 1, 2, "a dict")
         return dict(pairs(vals))
 
 
@@ -131,6 +140,7 @@ class OrderedDictAdapter(DictAdapter):
     create = None
 
     def fill(self, obj, vals):
+        flood_checked(vals, 1, 2, "an OrderedDict")
         obj.update(pairs(vals))
 
 
@@ -143,7 +153,7 @@ class DefaultDictAdapter(DictAdapter):
     """Payload: default_factory, then keys and values."""
     name, types = "collections.defaultdict", (collections.defaultdict,)
     fill_finished = slice(2, None, 2)   # the keys, after the factory
-    create = None
+    create, c_dealloc = None, True
 
     def parts(self, obj):
         return [obj.default_factory, *flat_items(obj)]
@@ -156,8 +166,10 @@ class DefaultDictAdapter(DictAdapter):
     def fill(self, obj, vals):
         factory = vals[1]
         if factory is not None and not callable(factory):
-            raise ValueError(f"defaultdict factory {factory!r} is not callable")
+            raise ValueError(f"a defaultdict factory must be callable, the save holds a "
+                             f"{type(factory).__name__}")
         obj.default_factory = factory
+        flood_checked(vals, 2, 2, "a defaultdict")
         dict.update(obj, pairs(vals, 2))
 
 
@@ -187,6 +199,7 @@ class SetAdapter(Adapter):
         return set()
 
     def fill(self, obj, vals):
+        flood_checked(vals, 1, 1, "a set")
         obj.update(islice(vals, 1, None))
 
 
@@ -198,6 +211,7 @@ class FrozenSetAdapter(Adapter):
         return ordered_members(obj)
 
     def build(self, vals):
+        flood_checked(vals, 1, 1, "a frozenset")
         return frozenset(islice(vals, 1, None))
 
 
@@ -219,6 +233,7 @@ class ByteArrayAdapter(Adapter):
 class DequeAdapter(Adapter):
     """Payload: maxlen, then the items."""
     name, types, mutable, has_fill = "collections.deque", (collections.deque,), True, True
+    c_dealloc = True
 
     def parts(self, obj):
         return [obj.maxlen, *obj]
@@ -226,7 +241,7 @@ class DequeAdapter(Adapter):
     def allocate(self, rec):
         maxlen = rec[1]
         if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
-            raise ValueError(f"deque maxlen {maxlen!r} is not a non-negative int")
+            raise ValueError("a deque's maxlen must be None or a non-negative int")
         return collections.deque(maxlen=maxlen)
 
     def fill(self, obj, vals):

@@ -11,7 +11,8 @@ through the trust rules like any saved class; they are made with ``cls.__new__(c
 
 import builtins
 
-from ..errors import UntrustedTypeError
+from ..errors import FormatError, UntrustedTypeError
+from ..loadcheck import str_dict
 from ..registry import REGISTRY, stable_name
 from .base import Adapter, register_adapter
 
@@ -43,6 +44,9 @@ class ExceptionAdapter(Adapter):
         if type(cls_name) is not str or type(args) is not tuple:
             raise ValueError("an exception record holds a class name and an args tuple")
         module, _, attr_ = cls_name.rpartition(".")
+        if issubclass(_builtin_exception(attr_) or Exception, BaseExceptionGroup) or (
+                module != "builtins" and _is_group_name(cls_name)):
+            _check_group_args(args)
         if module == "builtins":
             cls = _builtin_exception(attr_)
             if cls is None:
@@ -60,9 +64,7 @@ class ExceptionAdapter(Adapter):
 
     def fill(self, obj, vals):
         state, cause, context, suppress = vals[3:]
-        if state is not None:
-            if type(state) is not dict:
-                raise ValueError("an exception's state is a dict")
+        if str_dict(state, "an exception's attributes", allow_none=True):
             obj.__dict__.update(state)
         for value in (cause, context):
             if value is not None and not isinstance(value, BaseException):
@@ -70,6 +72,21 @@ class ExceptionAdapter(Adapter):
         obj.__cause__ = cause
         obj.__context__ = context
         obj.__suppress_context__ = bool(suppress)
+
+
+def _is_group_name(cls_name):
+    cls = REGISTRY.resolve(cls_name, "exception class")
+    return isinstance(cls, type) and issubclass(cls, BaseExceptionGroup)
+
+
+def _check_group_args(args):
+    """An exception group's constructor copies its second argument as a sequence: it
+    must be the plain list or tuple of exceptions autosave built, never a lazy or huge
+    sequence a save makes up (range(10**9))."""
+    if (len(args) != 2 or type(args[0]) is not str or type(args[1]) not in (list, tuple)
+            or not all(isinstance(e, BaseException) for e in args[1])):
+        raise FormatError("an exception group record's arguments are a message and a "
+                          "list of exceptions")
 
 
 EXCEPTION = register_adapter(ExceptionAdapter())

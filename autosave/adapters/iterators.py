@@ -24,7 +24,11 @@ Building one never calls game code: functions of ``map``/``filter`` are only sto
 import gc
 from itertools import islice
 
+from ..errors import FormatError
+from ..loadcheck import MAX_ITERATOR_GAP
+from ..registry import REGISTRY
 from .base import Adapter, register_adapter
+from .containers import flood_checked
 
 
 def _exhausted(it):
@@ -36,8 +40,9 @@ def _exhausted(it):
 class SequenceIteratorAdapter(Adapter):
     build_finished = slice(1, 2)       # the position clamps to the filled sequence
 
-    def __init__(self, name, types, make, empty):
+    def __init__(self, name, types, make, empty, over):
         self.name, self.types, self.make, self.empty = name, types, make, empty
+        self.over = over           # the exact sequence types it may iterate
 
     def parts(self, obj):
         rv = obj.__reduce__()
@@ -51,8 +56,17 @@ class SequenceIteratorAdapter(Adapter):
             raise ValueError("an iterator record holds an int position")
         if seq is None:
             return _exhausted(self.make(self.empty))
+        if type(seq) not in self.over and not (
+                (self.make is reversed or isinstance(seq, self.over))
+                and REGISTRY.is_allowed_module(type(seq).__module__)):
+            raise FormatError(f"a {self.name} record holds a {type(seq).__name__} as its "
+                              f"sequence")
         it = self.make(seq)
         short = index - len(seq) + (1 if self.make is reversed else 0)
+        if short > MAX_ITERATOR_GAP:
+            raise FormatError(f"a {self.name} record's position {index} lies {short} items "
+                              f"past the end of its sequence (the loader's limit is "
+                              f"{MAX_ITERATOR_GAP})")
         if short > 0 and type(seq) in (list, bytearray):
             # natively a position outlives the sequence being shorter for a while;
             # __setstate__ clamps it to the length, so lengthen the sequence meanwhile
@@ -125,6 +139,8 @@ class DictIteratorAdapter(Adapter):
             return _exhausted(make({}))
         if not isinstance(d, dict):
             raise ValueError("a dict iterator record holds a dict")
+        if consumed > dict.__len__(d):
+            raise ValueError("a dict iterator's position lies past the end of its dict")
         if consumed < 0:
             marker = _SizeMarker()
             dict.__setitem__(d, marker, None)
@@ -139,13 +155,14 @@ class DictIteratorAdapter(Adapter):
 
 class SetIteratorAdapter(Adapter):
     name, types = "builtins.set_iterator", (type(iter(set())),)
-    build_finished = slice(1, None)
+    build_finished, hashes = slice(1, None), True
 
     def parts(self, obj):
         rv = obj.__reduce__()
         return list(rv[1][0])
 
     def build(self, vals):
+        flood_checked(vals, 1, 1, "a set iterator")
         return iter(set(islice(vals, 1, None)))
 
 
@@ -233,17 +250,18 @@ def iter_only(it):
 
 
 _SEQUENCES = [
-    ("builtins.list_iterator", (type(iter([])),), iter, []),
-    ("builtins.tuple_iterator", (type(iter(())),), iter, ()),
-    ("builtins.str_iterator", tuple({type(iter("")), type(iter("\u20ac"))}), iter, ""),
-    ("builtins.bytes_iterator", (type(iter(b"")),), iter, b""),
-    ("builtins.bytearray_iterator", (type(iter(bytearray())),), iter, bytearray()),
-    ("builtins.list_reverseiterator", (type(reversed([])),), reversed, []),
-    ("builtins.reversed", (reversed,), reversed, ()),
+    ("builtins.list_iterator", (type(iter([])),), iter, [], (list,)),
+    ("builtins.tuple_iterator", (type(iter(())),), iter, (), (tuple,)),
+    ("builtins.str_iterator", tuple({type(iter("")), type(iter("\u20ac"))}), iter, "", (str,)),
+    ("builtins.bytes_iterator", (type(iter(b"")),), iter, b"", (bytes,)),
+    ("builtins.bytearray_iterator", (type(iter(bytearray())),), iter, bytearray(), (bytearray,)),
+    ("builtins.list_reverseiterator", (type(reversed([])),), reversed, [], (list,)),
+    # reversed() of a tuple, a str, or a sequence class of the game's own
+    ("builtins.reversed", (reversed,), reversed, (), (tuple, str, bytes, bytearray)),
 ]
 
-for _name, _types, _make, _empty in _SEQUENCES:
-    register_adapter(SequenceIteratorAdapter(_name, _types, _make, _empty))
+for _name, _types, _make, _empty, _over in _SEQUENCES:
+    register_adapter(SequenceIteratorAdapter(_name, _types, _make, _empty, _over))
 for _name, _cls, _make in (("builtins.dict_keys", type({}.keys()), dict.keys),
                            ("builtins.dict_values", type({}.values()), dict.values),
                            ("builtins.dict_items", type({}.items()), dict.items)):

@@ -11,8 +11,11 @@ import pathlib
 import random
 import uuid
 import zoneinfo
+import re
 from ast import literal_eval
 
+from ..errors import FormatError, IncompatibleSaveError
+from ..loadcheck import MAX_FRACTION_BITS
 from .base import Adapter, register_adapter
 
 
@@ -55,7 +58,7 @@ class RangeAdapter(Adapter):
 
 class SliceAdapter(Adapter):
     """[start, stop, step]"""
-    name, types = "builtins.slice", (slice,)
+    name, types, hash_kind = "builtins.slice", (slice,), 1     # hashable since 3.12
 
     def parts(self, obj):
         return [obj.start, obj.stop, obj.step]
@@ -100,8 +103,12 @@ class FractionAdapter(Adapter):
         return [obj.numerator, obj.denominator]
 
     def build(self, vals):
-        num, den = vals[1:]
-        return fractions.Fraction(_int(num), _int(den))
+        num, den = map(_int, vals[1:])
+        if max(num.bit_length(), den.bit_length()) > MAX_FRACTION_BITS:
+            # normalising takes time quadratic in the size of the terms
+            raise FormatError(f"a Fraction record's terms exceed the loader's limit of "
+                              f"{MAX_FRACTION_BITS} bits")
+        return fractions.Fraction(num, den)
 
 
 class TimedeltaAdapter(Adapter):
@@ -174,10 +181,18 @@ class ZoneInfoAdapter(Adapter):
     def parts(self, obj):
         return [obj.key]
 
+    # An IANA key: path components of letters, digits and -_+ (no "..", no absolute path)
+    KEY = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*\Z")
+
     def build(self, vals):
         (key,) = vals[1:]
-        if type(key) is not str:
-            raise ValueError("a ZoneInfo record holds its key")
+        if type(key) is not str or len(key) > 255 or not self.KEY.match(key):
+            raise FormatError("a ZoneInfo record holds an IANA time zone key")
+        # Only a zone on the system's TZPATH: zoneinfo's fallback to the tzdata
+        # package would import modules during the load.
+        if _tzfile(key) is None:
+            raise IncompatibleSaveError(f"time zone {key!r} is not on this system's TZPATH "
+                                        f"({', '.join(zoneinfo.TZPATH) or 'empty'})")
         return zoneinfo.ZoneInfo(key)
 
 
@@ -225,7 +240,9 @@ class RandomAdapter(Adapter):
 
     def fill(self, obj, vals):
         version, *internal, gauss_next = vals[1:]
-        obj.setstate((version, tuple(internal), gauss_next))
+        if gauss_next is not None and type(gauss_next) is not float:
+            raise ValueError("a Random record's gauss_next is a float or None")
+        obj.setstate((_int(version), tuple(map(_int, internal)), gauss_next))
 
 
 class CountAdapter(Adapter):
@@ -248,6 +265,18 @@ def _int(v):
     if type(v) is not int:
         raise ValueError(f"expected an int, found {type(v).__name__}")
     return v
+
+
+def _tzfile(key):
+    for root in zoneinfo.TZPATH:
+        path = f"{root}/{key}"
+        try:
+            with open(path, "rb") as f:
+                if f.read(4) == b"TZif":
+                    return path
+        except OSError:
+            pass
+    return None
 
 
 def _float(v):

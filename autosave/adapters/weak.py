@@ -10,7 +10,7 @@ import weakref
 from itertools import islice
 
 from .base import Adapter, register_adapter
-from .containers import pairs
+from .containers import flood_checked, pairs
 
 
 class WeakAdapter(Adapter):
@@ -57,6 +57,7 @@ class WeakSetAdapter(WeakAdapter):
         return weakref.WeakSet()
 
     def fill(self, obj, vals):
+        flood_checked(vals, 1, 1, "a WeakSet")
         obj.update(islice(vals, 1, None))
 
 
@@ -75,6 +76,7 @@ class WeakValueDictionaryAdapter(WeakAdapter):
         return weakref.WeakValueDictionary()
 
     def fill(self, obj, vals):
+        flood_checked(vals, 1, 2, f"a {self.name}")
         for key, value in pairs(vals):
             obj[key] = value
 
@@ -94,6 +96,7 @@ class WeakKeyDictionaryAdapter(WeakAdapter):
         return weakref.WeakKeyDictionary()
 
     def fill(self, obj, vals):
+        flood_checked(vals, 1, 2, f"a {self.name}")
         for key, value in pairs(vals):
             obj[key] = value
 

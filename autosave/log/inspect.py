@@ -11,12 +11,9 @@ checkpoint is inflated within the same bound as restore().
 import datetime
 import re
 import sys
-from collections import Counter
-
-import msgpack
 
 from ..errors import FormatError, LoadError
-from ..format import decode
+from ..format import sizes_by_class
 from .file import LogFile
 from .history import CheckpointLog
 from .records import inflate_checkpoint
@@ -117,17 +114,7 @@ def when(created):
 def print_sizes_by_class(data, top, indent, out=None):
     """Records and bytes by class of a save's bytes (decoded, never loaded)."""
     out = out or sys.stdout
-    types, records, _, _, _ = decode(data)
-    count, size = Counter(), Counter()
-    try:
-        for rec in records:
-            name = text(str(types[rec[0]][0]))
-            count[name] += 1
-            size[name] += len(msgpack.packb(rec, use_bin_type=True,
-                                            unicode_errors="surrogatepass"))
-    except (TypeError, IndexError, KeyError, ValueError, OverflowError) as e:
-        raise FormatError(f"a record names no type of the type table ({type(e).__name__})") \
-            from None
-    out.write(f"{indent}{len(records):,} records of {len(count)} types\n")
-    for name, nbytes in size.most_common(top):
-        out.write(f"{indent}  {nbytes:>10,} B  {count[name]:>8,}  {name}\n")
+    sizes = sizes_by_class(data)
+    out.write(f"{indent}{sum(c for c, _ in sizes.values()):,} records of {len(sizes)} types\n")
+    for name, (count, nbytes) in sorted(sizes.items(), key=lambda kv: -kv[1][1])[:top]:
+        out.write(f"{indent}  {nbytes:>10,} B  {count:>8,}  {text(str(name))}\n")

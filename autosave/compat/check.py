@@ -1,0 +1,385 @@
+"""The checker: a baseline snapshot and the current one -> findings, one per change.
+
+Every rule mirrors what the loader does with an old save (autosave/rebuild.py,
+autosave/coroutines/adapter.py, autosave/registry.py): a class is found by stable name
+or alias, fields are mapped by name, a declared field the save lacks needs a default
+unless upgrade hooks run (then the hooks are trusted to supply it, and `verify` checks
+that they do), hooks chain from the saved version to the current one, enum members are
+found by name, assets by id, coroutines by function, label and live locals. docs/compat.md
+states each rule; tests/test_compat_agreement.py holds the checker to the loader.
+"""
+
+import re
+
+import attrs
+
+from .rules import BREAKING, RULES
+
+
+@attrs.frozen
+class Finding:
+    rule: str
+    name: str               # stable class name, function, asset id or namespace
+    member: str | None      # field, enum member, label or local
+    file: str | None        # in the current source when the thing still exists there,
+    line: int | None        # else where it was in the baseline (``in_baseline``)
+    message: str
+    fix: str
+    baseline: str
+    in_baseline: bool = False
+    allowed: str | None = None     # the --allow entry or config section that accepted it
+
+    @property
+    def severity(self):
+        return RULES[self.rule].severity
+
+    @property
+    def breaking(self):
+        return self.severity == BREAKING and self.allowed is None
+
+    @property
+    def key(self):
+        return f"{self.name}.{self.member}" if self.member is not None else self.name
+
+
+_TOKEN = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def normal_type(text, classes, renamed=None):
+    """A declared type's text with each class path replaced by its stable name (and a
+    baseline's stable name by the current one it matched, ``renamed``), so a class
+    moved or renamed under an alias is the same type."""
+    if text is None:
+        return None
+    renamed = renamed or {}
+    paths = {entry["class"]: renamed.get(name, name) for name, entry in classes.items()}
+    return _TOKEN.sub(lambda m: paths.get(m.group(0), m.group(0)), text)
+
+
+def union_members(text):
+    """The top-level alternatives of a type text: 'list[int | None] | str' -> 2."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    out.append(text[start:].strip())
+    return out
+
+
+ANYTHING = {"object", "typing.Any"}
+# A value of the key type is accepted where a field declares one of the values
+# (PEP 484's numeric tower, and bool being an int).
+ACCEPTED_BY = {"int": {"float", "complex"}, "float": {"complex"}, "bool": {"int", "float",
+                                                                             "complex"}}
+
+
+def widened(old, new):
+    """Whether every value the old declared type allows, the new one allows too."""
+    new_members = set(union_members(new))
+    if new_members & ANYTHING:
+        return True
+    return all(m in new_members or ACCEPTED_BY.get(m, set()) & new_members
+               for m in union_members(old))
+
+
+class Checker:
+    def __init__(self, base, current):
+        self.base, self.cur = base, current
+        self.findings = []
+        self.alias_of = {}
+        for name, entry in current.classes.items():
+            for alias in entry.get("aliases", []):
+                self.alias_of.setdefault(alias, name)
+
+    def add(self, rule, name, member, where, message, fix=None, in_baseline=False):
+        file, line = where
+        self.findings.append(Finding(rule=rule, name=name, member=member, file=file,
+                                     line=line, message=message,
+                                     fix=fix if fix is not None else RULES[rule].fix,
+                                     baseline=self.base.source, in_baseline=in_baseline))
+
+    def run(self):
+        self.renamed = {}
+        for name, entry in self.base.classes.items():
+            current = self.match_class(name, entry)
+            if current is not None:
+                self.renamed[name] = current
+        for name, current in self.renamed.items():
+            self.compare_class(name, self.base.classes[name], current,
+                               self.cur.classes[current])
+        matched = set(self.renamed.values())
+        for name, entry in self.cur.classes.items():
+            if name not in matched:
+                self.add("CLASS_ADDED", name, None, at(entry),
+                         f"new class {name} ({entry['class']})", "-")
+        self.compare_assets()
+        self.compare_coroutines()
+        self.compare_trust()
+        return self.findings
+
+    # -- classes -------------------------------------------------------------------------
+
+    def match_class(self, name, entry):
+        if name in self.cur.classes:
+            current = self.cur.classes[name]
+            if current["class"] != entry["class"]:
+                self.add("CLASS_MOVED", name, None, at(current),
+                         f"{entry['class']} is {current['class']} now; saves hold its stable "
+                         f"name {name!r}, which is kept", "-")
+            return name
+        if name in self.alias_of:
+            stable = self.alias_of[name]
+            self.add("CLASS_RENAMED", name, None, at(self.cur.classes[stable]),
+                     f"{name} is saved as {stable} now; old saves load through the alias "
+                     f"{name!r}", "-")
+            return stable
+        self.add("CLASS_REMOVED", name, None, at(entry), (
+            f"class {name} ({entry['class']}, {where_text(entry)} in the baseline) is gone: "
+            f"neither a class's stable name nor an alias is {name!r}, so saves holding one "
+            f"stop loading"),
+            f"keep the class, or add aliases=({name!r},) to the @autosave.saveable of the "
+            f"class replacing it", in_baseline=True)
+        return None
+
+    def compare_class(self, name, old, stable, new):
+        for alias in old.get("aliases", []):
+            if alias != stable and alias not in new.get("aliases", []):
+                self.add("ALIAS_REMOVED", stable, alias, at(new),
+                         f"{stable} no longer has the alias {alias!r}",
+                         f"keep aliases=({alias!r}, ...) while saves naming it may exist")
+        if old.get("root") and not new.get("root"):
+            self.add("ROOT_REMOVED", stable, None, at(new), f"{stable} is no longer a "
+                     f"@save_root")
+        elif new.get("root") and not old.get("root"):
+            self.add("ROOT_ADDED", stable, None, at(new), f"{stable} is a @save_root now", "-")
+        self.compare_strategy(stable, old, new)
+        if old["strategy"] == "enum" and new["strategy"] == "enum":
+            self.compare_members(stable, old, new)
+        hooked = self.compare_versions(stable, old, new)
+        if old["strategy"] == "instance" and new["strategy"] == "instance":
+            self.compare_fields(stable, old, new, hooked)
+
+    def compare_strategy(self, stable, old, new):
+        before, now = old["strategy"], new["strategy"]
+        old_base, new_base = old.get("base", new.get("base")), new.get("base")
+        # A record of a class extending a builtin carries its value or items after the
+        # fields; only list, dict and set fill from none.
+        if before == now == "instance" and old_base != new_base and not (
+                old_base is None and new_base in ("list", "dict", "set")):
+            self.add("CLASS_KIND_CHANGED", stable, None, at(new),
+                     f"{stable} extended {old_base or 'no builtin type'} and extends "
+                     f"{new_base or 'no builtin type'} now; old records do not hold what "
+                     f"the new base needs")
+            return
+        if before == now:
+            return
+        if before == "instance" and now in ("state", "reduce"):
+            self.add("CLASS_KIND_ADOPTED", stable, None, at(new),
+                     f"{stable} is saved through {now} now; old records load field by "
+                     f"field", "-")
+        else:
+            self.add("CLASS_KIND_CHANGED", stable, None, at(new),
+                     f"{stable} was saved as {before} and is saved as {now} now; old "
+                     f"records cannot be read the new way")
+
+    def compare_members(self, stable, old, new):
+        now = new.get("members", [])
+        lines = new.get("member_lines", {})
+        for member in old.get("members", []):
+            if member not in now:
+                self.add("ENUM_MEMBER_REMOVED", stable, member, at(new),
+                         f"enum {stable} has no member {member!r} any more; saves hold "
+                         f"members by name",
+                         f"keep {member}, or for a rename keep {member} = <the new member's "
+                         f"value> as an alias")
+        for member in now:
+            if member not in old.get("members", []):
+                self.add("ENUM_MEMBER_ADDED", stable, member,
+                         (new.get("file"), lines.get(member, new.get("line"))),
+                         f"enum {stable} has a new member {member!r}", "-")
+
+    def compare_versions(self, stable, old, new):
+        """Whether hooks run when an old save of this class loads (a complete chain)."""
+        before, now = old["version"], new["version"]
+        if now < before:
+            self.add("VERSION_DECREASED", stable, None, at(new),
+                     f"{stable} is version {now}, the baseline's is {before}: saves of "
+                     f"version {before} are refused", f"restore version={before} or higher")
+            return False
+        if now == before:
+            return False
+        hooks = {u["from"] for u in new.get("upgrades", [])}
+        missing = [v for v in range(before, now) if v not in hooks]
+        if missing:
+            self.add("UPGRADE_MISSING", stable, None, at(new),
+                     f"{stable} went from version {before} to {now}; old saves need "
+                     f"upgrade hooks from version{'s' if len(missing) > 1 else ''} "
+                     f"{', '.join(map(str, missing))}",
+                     " and ".join(f"add @autosave.upgrade({stable!r}, from_version={v})"
+                                  for v in missing))
+            return False
+        return True
+
+    def compare_fields(self, stable, old, new, hooked):
+        before = {f["name"]: f for f in old.get("fields", [])}
+        now = {f["name"]: f for f in new.get("fields", [])}
+        version = f"version {old['version']}"
+        for name, field in now.items():
+            where = (new.get("file"), field.get("line") or new.get("line"))
+            prior = before.get(name)
+            needs_value = field.get("declared", True) and not field["transient"] \
+                and field.get("default") is None
+            if prior is None:
+                if needs_value and not hooked:
+                    self.add("FIELD_ADDED_NO_DEFAULT", stable, name, where,
+                             f"{stable}.{name} is new and has no default; saves of "
+                             f"{version} do not hold it",
+                             f"give {name} a default, or bump the version and add "
+                             f"@autosave.upgrade({stable!r}, from_version="
+                             f"{old['version']}) setting fields[{name!r}]")
+                elif not field["transient"]:
+                    how = ("the upgrade hooks must set it" if needs_value
+                           else "old saves get its default")
+                    self.add("FIELD_ADDED", stable, name, where,
+                             f"{stable}.{name} is new; {how}", "-")
+                continue
+            if prior["transient"] and not field["transient"]:
+                if needs_value and not hooked:
+                    self.add("FIELD_NOW_SAVED_NO_DEFAULT", stable, name, where,
+                             f"{stable}.{name} was transient and is saved now, without a "
+                             f"default; saves of {version} do not hold it",
+                             f"give {name} a default, or bump the version and add an "
+                             f"upgrade hook setting it")
+                else:
+                    self.add("FIELD_NOW_SAVED", stable, name, where,
+                             f"{stable}.{name} was transient and is saved now", "-")
+            elif field["transient"] and not prior["transient"]:
+                self.add("FIELD_NOW_TRANSIENT", stable, name, where,
+                         f"{stable}.{name} is transient now; the value saves of {version} "
+                         f"hold for it is discarded")
+            if prior["transient"] or field["transient"]:
+                continue
+            old_type = normal_type(prior.get("type"), self.base.classes, self.renamed)
+            new_type = normal_type(field.get("type"), self.cur.classes)
+            if old_type is None or new_type is None or old_type == new_type:
+                continue
+            if widened(old_type, new_type):
+                self.add("FIELD_TYPE_WIDENED", stable, name, where,
+                         f"{stable}.{name}: {old_type} -> {new_type} accepts every old "
+                         f"value", "-")
+            elif not hooked:
+                self.add("FIELD_TYPE_CHANGED", stable, name, where,
+                         f"{stable}.{name} was declared {old_type} and is {new_type} now; "
+                         f"saves of {version} hold {old_type} values",
+                         f"bump the version of {stable} and add @autosave.upgrade("
+                         f"{stable!r}, from_version={old['version']}) converting "
+                         f"fields[{name!r}], or declare {new_type} | {old_type}")
+        for name, prior in before.items():
+            if name not in now and not prior["transient"]:
+                self.add("FIELD_REMOVED", stable, name, at(new),
+                         f"{stable}.{name} is gone; its saved values are dropped on load", "-")
+
+    # -- assets, coroutines, trust -------------------------------------------------------
+
+    def incomplete(self, section):
+        self.add("BASELINE_INCOMPLETE", section, None, (None, None),
+                 f"the baseline (manifest format {self.base.format}) does not record "
+                 f"{section}; its rules were not applied", in_baseline=True)
+
+    def compare_assets(self):
+        if self.base.assets is None:
+            return self.incomplete("assets")
+        now = set(self.cur.assets or ())
+        for asset_id in self.base.assets:
+            if asset_id not in now:
+                self.add("ASSET_REMOVED", asset_id, None, (None, None),
+                         f"asset {asset_id!r} is no longer registered; saves holding it "
+                         f"stop loading",
+                         f"keep registering autosave.asset(obj, {asset_id!r})")
+        for asset_id in sorted(now - set(self.base.assets)):
+            self.add("ASSET_ADDED", asset_id, None, (None, None),
+                     f"new asset {asset_id!r}", "-")
+
+    def compare_coroutines(self):
+        if self.base.coroutines and not self.base.detailed_coroutines:
+            self.incomplete("the locals live at each coroutine label")
+        for function, old in self.base.coroutines.items():
+            new = self.cur.coroutines.get(function)
+            if new is None:
+                self.add("COROUTINE_REMOVED", function, None, at(old),
+                         f"coroutine {function} ({where_text(old)} in the baseline) is no "
+                         f"longer an @autosave.coroutine function; saves holding one of its "
+                         f"coroutines stop loading", in_baseline=True)
+                continue
+            self.compare_labels(function, old, new)
+        for function, new in self.cur.coroutines.items():
+            if function not in self.base.coroutines:
+                continue
+            for label, info in new["labels"].items():
+                if label not in self.base.coroutines[function]["labels"]:
+                    self.add("COROUTINE_LABEL_ADDED", function, label,
+                             (new.get("file"), info.get("source_line")),
+                             f"coroutine {function} has a new resume point {label!r}", "-")
+
+    def compare_labels(self, function, old, new):
+        detailed = self.base.detailed_coroutines
+        if detailed:
+            self.compare_live(function, "<start>", set(old.get("params", [])),
+                              [{"name": p, "required": True} for p in new.get("params", [])],
+                              at(new))
+        for label, info in old["labels"].items():
+            now = new["labels"].get(label)
+            if now is None:
+                text = info.get("text", label)
+                self.add("COROUTINE_LABEL_REMOVED", function, label, at(new),
+                         f"coroutine {function} no longer has the resume point {label!r}: "
+                         f"`{text}` at {old.get('file')}:{info.get('source_line')} in the "
+                         f"baseline; a save parked there cannot resume",
+                         f"restore `{text}` (same statement, same enclosing blocks) in "
+                         f"{function}")
+            elif detailed:
+                self.compare_live(function, label, {v["name"] for v in info.get("live", [])},
+                                  now.get("live", []), (new.get("file"), now.get("source_line")))
+
+    def compare_live(self, function, label, before, now, where):
+        for local in now:
+            if local["required"] and local["name"] not in before:
+                self.add("COROUTINE_LOCAL_MISSING", function, local["name"], where,
+                         f"coroutine {function} at {label!r} needs the local "
+                         f"{local['name']!r}, which saves parked there do not hold",
+                         f"keep the old name of {local['name']!r} at {label!r}, or bind it "
+                         f"after the yield")
+
+    def compare_trust(self):
+        if self.base.trusted is None:
+            return self.incomplete("the trusted namespaces")
+        now = set(self.cur.trusted or ())
+        trusted = lambda ns: any(".".join(ns.split(".")[:i]) in now
+                                 for i in range(1, ns.count(".") + 2))
+        for ns in self.base.trusted:
+            if not trusted(ns):
+                self.add("NAMESPACE_UNTRUSTED", ns, None, (None, None),
+                         f"namespace {ns!r} was trusted and is not any more: saves naming "
+                         f"its classes or functions are refused",
+                         f"call autosave.allow({ns!r}), or keep a @saveable class in it")
+        for ns in sorted(now - set(self.base.trusted)):
+            self.add("NAMESPACE_TRUSTED", ns, None, (None, None),
+                     f"namespace {ns!r} is trusted now", "-")
+
+
+def at(entry):
+    return entry.get("file"), entry.get("line")
+
+
+def where_text(entry):
+    return f"{entry.get('file') or '?'}:{entry.get('line') or '?'}"
+
+
+def compare(base, current):
+    """The findings of judging ``current`` against ``base`` (two Snapshots)."""
+    return Checker(base, current).run()

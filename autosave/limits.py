@@ -1,0 +1,145 @@
+"""Bounds on what a file's records can make a load compute, checked in one pass over
+the records before any object is built (docs/security.md, "Budgets").
+
+* **C recursion.** CPython frees a deque or defaultdict, and hashes a tuple or a slice,
+  by recursing in C with no depth check: a chain of them some tens of thousands deep
+  kills the process. Chains through those types are refused past ``C_DEPTH`` (for
+  tuples and slices only where the load would hash them).
+* **Hash work.** Hashing a value-hashed object (tuple, frozen class...) recomputes the
+  hash of everything it holds. Records may share parts, so a small file can describe a
+  key whose hash takes 2**60 steps. The steps every hashed key costs are counted on
+  the records and bounded by ``hash_budget``.
+* **Collisions.** Keys crafted to share one hash make building a dict or set quadratic;
+  ``check_flood`` refuses containers whose keys collide far beyond chance.
+"""
+
+from collections import Counter
+
+from .errors import FormatError
+
+C_DEPTH = 3000
+
+
+def hash_budget(records):
+    return (1 << 20) + 8 * len(records)
+
+
+def check_records(plans, records, by_type):
+    """Refuse, with the record index, a file whose records exceed the bounds above.
+    ``by_type[t]`` lists the indices of the records of type ``t``."""
+    dealloc = {t for t, p in enumerate(plans) if getattr(p, "c_dealloc", False)}
+    hashing = {t for t, p in enumerate(plans) if p.hashes}
+    if not (dealloc or hashing):
+        return
+    found = sorted(i for t in dealloc | hashing for i in by_type[t])
+    n = len(records)
+    if dealloc:
+        chain = {}
+        for i in found:
+            if records[i][0] in dealloc and i not in chain and list in map(type, records[i]):
+                d = _fold(i, records, dealloc, max, chain, n)
+                if d > C_DEPTH:
+                    raise FormatError(
+                        f"record {i} heads a chain of {d} nested "
+                        f"{plans[records[i][0]].name} objects; CPython cannot free more "
+                        f"than about {C_DEPTH} without crashing")
+    if not hashing:
+        return
+    by_value = {t for t, p in enumerate(plans) if getattr(p, "hash_kind", 0)}
+    if not by_value:
+        return
+    c_hash = {t for t in by_value if plans[t].hash_kind == 1}
+    budget = hash_budget(records)
+    depth, size = {}, {}
+    spent = 0
+    for i in found:
+        rec = records[i]
+        if rec[0] not in hashing:
+            continue
+        plan = plans[rec[0]]
+        part = plan.fill_finished or plan.build_finished
+        if part is None:
+            continue
+        for j in _refs(rec, part, i, n):
+            if records[j][0] not in by_value:
+                continue
+            if list not in map(type, records[j]):    # a key of plain values: one step
+                spent += 1
+                continue
+            if records[j][0] in c_hash and _fold(j, records, c_hash, max, depth, n) > C_DEPTH:
+                raise FormatError(f"record {i} hashes record {j}, a chain of more than "
+                                  f"{C_DEPTH} nested tuples or slices; CPython cannot hash "
+                                  f"it without crashing")
+            spent += _fold(j, records, by_value, _add_capped(budget), size, n)
+        if spent > budget:
+            raise FormatError(f"record {i}: hashing its keys would take more than "
+                              f"{budget:,} steps (the keys share parts many times over)")
+
+
+def _add_capped(budget):
+    def add(a, b):
+        return min(a + b, budget + 1)
+    return add
+
+
+def _fold(root, records, members, combine, memo, n):
+    """1 + combine(...) of the same over the references of record ``root`` to records
+    whose type is in ``members`` (others count 1 for a sum, 0 for a max), memoised in
+    ``memo``, iteratively. A reference back to a record being folded (a cycle) counts
+    as a leaf: a hash around a cycle fails by Python's own recursion limit."""
+    is_max = combine is max
+    stack = [(root, False)]
+    while stack:
+        j, expanded = stack.pop()
+        if expanded:
+            acc = 0
+            for k in _refs(records[j], _ALL, j, n):
+                if records[k][0] in members:
+                    v = memo.get(k) or 1
+                elif is_max:
+                    continue
+                else:
+                    v = 1
+                acc = max(acc, v) if is_max else combine(acc, v)
+            memo[j] = combine(1, acc) if not is_max else 1 + acc
+            continue
+        if j in memo:
+            continue
+        memo[j] = None                       # being folded
+        stack.append((j, True))
+        for k in _refs(records[j], _ALL, j, n):
+            if k not in memo and records[k][0] in members:
+                stack.append((k, False))
+    return memo[root]
+
+
+_ALL = slice(1, None)
+
+
+def _refs(rec, part, here, n):
+    """Absolute indices of the in-range references in rec[part]."""
+    out = []
+    for v in rec[part]:
+        if v.__class__ is list and v and v[0].__class__ is int:
+            j = v[0] + here if v[0] < 0 else v[0]
+            if 0 <= j < n:
+                out.append(j)
+    return out
+
+
+FLOOD_MIN = 64
+
+
+def check_flood(keys, what):
+    """Refuse a container of many keys whose hashes collide far beyond chance (a file
+    crafted so that building it takes time quadratic in its size). ``keys`` are built
+    objects; only called for containers of at least FLOOD_MIN keys."""
+    counts = Counter(map(hash, keys))
+    if len(counts) * 2 >= len(keys):
+        return
+    pairs = sum(g * (g - 1) // 2 for g in counts.values())
+    if pairs > 16 * len(keys) + 2048:
+        worst = max(counts.values())
+        raise FormatError(f"{what} holds {len(keys)} keys of which {worst} share one hash "
+                          f"value; a file whose keys collide like this would take "
+                          f"quadratic time to load")

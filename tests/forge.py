@@ -1,0 +1,77 @@
+"""Forging saves by hand, following docs/format.md: a type table, records in order and
+a root value, references as absolute record indices. What an attacker writes.
+
+    f = Forge()
+    l = f.rec("builtins.list", 1, 2, 3)
+    f.rec("builtins.tuple", l, l)          # a reference is the Ref the call returned
+    data = f.bytes()                       # the last record is the root
+"""
+
+import msgpack
+
+from autosave.format import encode
+
+
+class Ref(list):
+    """A reference to record ``index`` (written as a one-element array)."""
+
+    def __init__(self, index):
+        super().__init__([index])
+
+    @property
+    def index(self):
+        return self[0]
+
+
+class Forge:
+    def __init__(self):
+        self.types = []
+        self.type_index = {}
+        self.records = []
+
+    def type(self, name, fields=(), version=1):
+        key = (name, tuple(fields), version)
+        if key not in self.type_index:
+            self.type_index[key] = len(self.types)
+            self.types.append([name, version, list(fields)])
+        return self.type_index[key]
+
+    def rec(self, name, *payload, fields=(), version=1, cycle=False):
+        """Append a record; returns a Ref to it."""
+        t = self.type(name, fields, version)
+        self.records.append([~t if cycle else t, *payload])
+        return Ref(len(self.records) - 1)
+
+    def placeholder(self):
+        """Reserve a record index to fill later with ``set`` (for forward references)."""
+        self.records.append(None)
+        return Ref(len(self.records) - 1)
+
+    def set(self, ref, name, *payload, fields=(), version=1, cycle=False):
+        t = self.type(name, fields, version)
+        self.records[ref.index] = [~t if cycle else t, *payload]
+        return ref
+
+    def glob(self, name):
+        return self.rec("autosave.global", name)
+
+    def reduce(self, func, args=(), state=None, listitems=(), dictitems=(), newobj=False):
+        """A reduce record: func is a Ref (usually to a global)."""
+        a = self.rec("builtins.tuple", *args)
+        li = self.rec("builtins.list", *listitems)
+        di = self.rec("builtins.list", *dictitems)
+        return self.rec("autosave.reduce", func, newobj, a, state, li, di)
+
+    def body(self, root=None):
+        if root is None:
+            root = Ref(len(self.records) - 1)
+        return [self.types, [list(r) for r in self.records], root]
+
+    def bytes(self, root=None):
+        types, records, root = self.body(root)
+        return encode(types, records, root)
+
+
+def raw(body, header=b"\x89ASV\x01"):
+    """Bytes of an arbitrary body under a format-1 header (no checksum to forge)."""
+    return header + msgpack.packb(body, use_bin_type=True, unicode_errors="surrogatepass")
