@@ -20,7 +20,8 @@ from .errors import (
     UntrustedTypeError,
 )
 from .files import copy, dump, dumps, load, loads, save
-from .log import Bookmark, CheckpointLog, LogLockedError, Position
+from .log import (Bookmark, CheckpointLog, LogClosedError, LogForkedError, LogLockedError,
+                  LogPoisonedError, LogUnusableError, Position, ReadOnlyLogError)
 from .registry import allow, asset, assets, save_root, saveable, upgrade
 from .schema import transient
 from .coroutines import coroutine
@@ -29,7 +30,8 @@ from .coroutines import adapter as _coroutine_adapter  # noqa: F401  (registers 
 __all__ = [
     "save_root", "saveable", "transient", "upgrade", "asset", "assets", "allow", "coroutine",
     "dumps", "loads", "save", "load", "dump", "copy",
-    "CheckpointLog", "Position", "Bookmark", "LogLockedError",
+    "CheckpointLog", "Position", "Bookmark", "LogLockedError", "LogUnusableError",
+    "LogClosedError", "LogPoisonedError", "LogForkedError", "ReadOnlyLogError",
     "SaveError", "LoadError", "FormatError", "UntrustedTypeError",
     "IncompatibleSaveError", "CorruptLogError", "StaleGeneratedCodeError", "CoroutineError",
     "ChecksumError", "TruncatedSaveError",

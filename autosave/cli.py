@@ -10,20 +10,17 @@ Neither builds objects or imports anything a file names, so both are safe on any
 """
 
 import argparse
-import datetime
 import json
 import sys
-import zlib
-
 
 from . import __version__
+from .compat.cli import add_parsers as add_compat_parsers
 from .errors import LoadError
 from .format import MAGIC as SAVE_MAGIC
-from .format import sizes_by_class, to_jsonable
-from .log.file import MAGIC as LOG_MAGIC
-from .log.file import LogFile
-from .log.history import CheckpointLog
-from .compat.cli import add_parsers as add_compat_parsers
+from .format import to_jsonable
+from .log.inspect import inspect_log, print_sizes_by_class
+from .log.inspect import text as printable
+from .log.records import MAGIC as LOG_MAGIC
 
 
 def cmd_dump(args):
@@ -45,77 +42,16 @@ def cmd_dump(args):
 def cmd_inspect(args):
     with open(args.file, "rb") as f:
         head = f.read(8)
-    if head == LOG_MAGIC:
+    if head and LOG_MAGIC.startswith(head):     # a log, or the first bytes of one
         inspect_log(args.file, args.top)
     elif head.startswith(SAVE_MAGIC):
         with open(args.file, "rb") as f:
             data = f.read()
-        print(f"{args.file}: autosave save, {len(data):,} bytes")
+        print(f"{printable(args.file)}: autosave save, {len(data):,} bytes")
         print_sizes_by_class(data, args.top, indent="")
     else:
-        raise LoadError(f"neither an autosave save nor a checkpoint log (magic {head[:8]!r})")
-
-
-def inspect_log(path, top):
-    file = LogFile(path, writable=False)
-    with file:
-        log = CheckpointLog(file, checkpoint_every=1)
-        records = log.records
-        print(f"{path}: checkpoint log, {file.end:,} committed bytes in "
-              f"{file.block_size}-byte blocks, {file.slot.seq} commits")
-        if file.recovered:
-            print(f"torn tail: {file.recovered:,} bytes past the last commit (a write that "
-                  f"never completed; opening for writing cuts them)")
-        else:
-            print("no torn tail")
-        marks = {}
-        for slot, mark in log.bookmarks.items():
-            marks.setdefault(mark.position.record, []).append(f"{slot}@{mark.position.step}")
-
-        def show(rid, depth):
-            r = records[rid]
-            steps = f"steps {r.first_step}-{r.last_step}" if r.last_step >= r.first_step else "no steps"
-            branch = " (branch)" if r.parent is not None and records[r.parent].name == r.name else ""
-            key = f" key={r.key!r}" if r.key is not None else ""
-            checkpoints = ",".join(map(str, sorted(r.checkpoints))) or "-"
-            extra = f"  bookmarks {' '.join(marks[rid])}" if rid in marks else ""
-            print(f"{'  ' * depth}#{rid} {r.name}{branch}{key}  {steps}  "
-                  f"checkpoints {checkpoints}{extra}")
-            for child in r.children:
-                show(child, depth + 1)
-
-        print("history:")
-        for root in log.roots:
-            show(root, 1)
-        if log.position is not None:
-            print(f"last position: {log.position.node} step {log.position.step} "
-                  f"(#{log.position.record})")
-        print(f"bookmarks: {len(log.bookmarks)}")
-        for slot, mark in sorted(log.bookmarks.items()):
-            when = datetime.datetime.fromtimestamp(mark.created).isoformat(timespec="seconds")
-            shot = f", screenshot {len(mark.screenshot):,} B" if mark.screenshot_offset else ""
-            print(f"  {slot}: {mark.position.node} step {mark.position.step} "
-                  f"(#{mark.position.record}) {mark.description!r} {when}{shot}")
-        print(f"reached: {len(log.reached)} keys; globals: "
-              f"{', '.join(sorted(map(str, log.globals))) or 'none'}")
-        offsets = [o for r in records.values() for o in r.checkpoints.values()]
-        checkpoint_bytes = sum(len(file.read(o)[1]) for o in offsets)
-        shot_bytes = sum(len(m.screenshot) for m in log.bookmarks.values() if m.screenshot_offset)
-        other = file.end - file.block_size - checkpoint_bytes - shot_bytes
-        print(f"bytes: checkpoints {len(offsets)} ({checkpoint_bytes:,}), screenshots "
-              f"{shot_bytes:,}, metadata and framing {other:,}, header {file.block_size:,}")
-        if offsets:
-            newest = max(offsets)
-            print(f"newest checkpoint (offset {newest}), by class:")
-            print_sizes_by_class(zlib.decompress(file.read(newest)[1]), top, indent="  ")
-
-
-def print_sizes_by_class(data, top, indent):
-    sizes = sizes_by_class(data)
-    print(f"{indent}{sum(c for c, _ in sizes.values()):,} records of {len(sizes)} types")
-    for name, (count, nbytes) in sorted(sizes.items(), key=lambda kv: -kv[1][1])[:top]:
-        shown = name.encode("utf-8", "backslashreplace").decode("utf-8")   # lone surrogates
-        print(f"{indent}  {nbytes:>10,} B  {count:>8,}  {shown}")
+        raise LoadError(f"neither an autosave save nor a checkpoint log (magic {head[:8]!r} "
+                        f"at offset 0)")
 
 
 def build_parser():

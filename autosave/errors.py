@@ -81,3 +81,29 @@ class CorpusError(CompatError):
 
 class SnapshotError(CompatError):
     """The package under judgement cannot be imported or described."""
+
+
+class LogUnusableError(Exception):
+    """This CheckpointLog (or LogFile) object refuses the call; the file itself is fine.
+
+    Its kinds say why: read-only, closed, poisoned by a failed write, or used from a
+    process other than the one that opened it."""
+
+
+class ReadOnlyLogError(LogUnusableError, PermissionError):
+    """A mutation of a checkpoint log opened read-only."""
+
+
+class LogClosedError(LogUnusableError):
+    """A call on a checkpoint log after ``close()``."""
+
+
+class LogPoisonedError(LogUnusableError):
+    """A flush failed after its data reached the kernel (a failed fsync or superblock
+    write): what the kernel holds is unknown, so this writer refuses every mutation.
+    Close and reopen the log; it opens at the newest commit that is durable."""
+
+
+class LogForkedError(LogUnusableError):
+    """A checkpoint log writer used from a process other than the one that opened it
+    (after ``fork()``); the child must open the log itself."""

@@ -18,6 +18,10 @@ Targets (from the issue), all on the demo level of graphs.py (~15k objects) unle
    most deltas it ever has to (deltas_per_snapshot=64). Checked: no payload is read.
 4. size: file growth per checkpoint (N checkpoints of the level, a counter advanced
    between them, then one flush) at most pickle protocol 5's size of the same state.
+5. growth: 10,000 flushes of one step (a small state, checkpointed every 10 steps) and
+   one new bookmark each, the file size and the mean flush time reported every 1,000
+   flushes. Metadata per flush is amortised O(1), so both columns must grow linearly
+   (size) and stay flat (time). ``--growth-flushes 0`` skips it.
 
 Timing as in compare.py: one warm-up round, then the median of --runs runs, the
 garbage collector off while timing (collected between runs, untimed), the two sides of
@@ -264,6 +268,34 @@ def measure_size(level, directory, n=SIZE_CHECKPOINTS):
     return {"growth": (after - before) / n, "pickle": statistics.mean(pickled), "n": n}
 
 
+# -- 5. growth over many flushes ------------------------------------------------------------
+
+
+def measure_growth(directory, flushes, every=1000):
+    """[(flushes so far, file bytes, mean ms per flush over the last ``every``)]."""
+    rows = []
+    with autosave.CheckpointLog.open(directory / "growth.log", checkpoint_every=10) as log:
+        log.enter("session")
+        window = 0.0
+        for i in range(1, flushes + 1):
+            log.step(small_state(i))
+            log.bookmark(f"slot{i}", description="autosave")
+            started = time.perf_counter()
+            log.flush()
+            window += time.perf_counter() - started
+            if i % every == 0:
+                rows.append((i, log.file.end, window / every * 1000))
+                window = 0.0
+    return rows
+
+
+def growth_table(rows):
+    lines = ["| flushes | file bytes | bytes per flush | mean flush (last 1,000) |",
+             "|---:|---:|---:|---:|"]
+    lines += [f"| {n:,} | {size:,} | {size / n:,.0f} | {ms:.2f} ms |" for n, size, ms in rows]
+    return "\n".join(lines)
+
+
 # -- the table ------------------------------------------------------------------------------
 
 
@@ -310,6 +342,8 @@ def table(level_objects, a, r, o, s):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="timed runs per operation (default 7)")
+    parser.add_argument("--growth-flushes", type=int, default=10_000,
+                        help="flushes of the growth measure (default 10,000; 0 skips it)")
     parser.add_argument("--dir", type=Path, default=None,
                         help="directory for the log files (default: a temporary directory)")
     args = parser.parse_args(argv)
@@ -338,11 +372,19 @@ def main(argv=None):
             f"commits; opening reads {o['metadata_records']} metadata records, no payload")
         say(f"4. measuring growth over {SIZE_CHECKPOINTS} checkpoints...")
         s = measure_size(level, directory)
+        growth = None
+        if args.growth_flushes:
+            say(f"5. {args.growth_flushes:,} flushes, one bookmark each...")
+            growth = measure_growth(directory, args.growth_flushes)
     print(f"autosave {autosave.__version__}, Python {platform.python_version()}, "
           f"{platform.machine()} x{os.cpu_count()}, median of {args.runs} runs, gc off "
           f"while timing; ratio = median over runs of log / baseline "
           f"timed in the same round\n")
     print(table(objects, a, r, o, s))
+    if growth:
+        print(f"\n5. growth over {args.growth_flushes:,} flushes of one step and one new "
+              f"bookmark each (file size linear, flush time flat):\n")
+        print(growth_table(growth))
     print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
 

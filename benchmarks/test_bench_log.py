@@ -15,6 +15,8 @@ baseline (compare_log.py prints the same as a table, with the targets checked):
                (untimed) before each round, so its block cache is cold.
 * log open     opening (and closing) a log of 10,000 checkpoints: target under 100 ms.
                Built once as compare_log.py builds it; checked to read no payload.
+* log flush in a long history   one step and one bookmark flushed after 0 and after
+               10,000 such flushes: the same time (metadata per flush amortised O(1)).
 
 The state is the demo level of graphs.py (~15k objects). Round trips are checked before
 anything is timed. The garbage collector is off while timing (conftest.py).
@@ -23,7 +25,7 @@ anything is timed. The garbage collector is off while timing (conftest.py).
 import pytest
 
 import autosave
-from compare_log import OPEN_CHECKPOINTS, build_open_log, check_open_log, open_close
+from compare_log import OPEN_CHECKPOINTS, build_open_log, check_open_log, open_close, small_state
 from graphs import count_objects, level_graph, same_graph
 
 ROUNDS = 10          # per timing of the level: ~50 ms each
@@ -152,3 +154,31 @@ def test_open_10k_checkpoints(benchmark, open_log):
     benchmark.group = f"log open: {OPEN_CHECKPOINTS:,} checkpoints (target < 100 ms)"
     benchmark.extra_info.update(info)
     benchmark(open_close, path)
+
+
+# -- 4. flush in a long history (metadata per flush amortised O(1)) ---------------------------
+
+
+@pytest.mark.parametrize("history", [0, 10_000])
+def test_flush_after_many_flushes(benchmark, tmp_path, history):
+    """One step and one new bookmark flushed, after ``history`` such flushes: the time
+    must not grow with the history (compare_log.py prints the curve, with file sizes)."""
+    benchmark.group = "log flush in a long history: one step + one bookmark"
+    log = autosave.CheckpointLog.open(tmp_path / "long.log", checkpoint_every=10)
+    try:
+        log.enter("session")
+        for i in range(history):
+            log.step(small_state(i))
+            log.bookmark(f"slot{i}")
+            log.flush()
+        counter = iter(range(history, history + 10 ** 6))
+
+        def one_more():
+            i = next(counter)
+            log.step(small_state(i))
+            log.bookmark(f"slot{i}")
+
+        benchmark.pedantic(log.flush, setup=one_more, rounds=200, warmup_rounds=5)
+        benchmark.extra_info.update(history=history, file_bytes=log.file.end)
+    finally:
+        log.close()

@@ -1,11 +1,17 @@
 """The checkpoint log: one crash-safe file holding a game's whole history.
 
-``file`` is the storage layer (blocks, framing, checksums, commits, recovery), specified
-in docs/log-format.md; ``history`` the history tree, checkpoints, bookmarks, reached
-data and globals on top of it.
+``file`` is the storage layer (opening and recovery, commits, reading) over ``records``
+(the byte layout, docs/log-format.md) and ``ops`` (the system calls, which ``faults``
+replaces to inject failures); ``history`` the history tree, checkpoints, bookmarks,
+reached data and globals on top of it, rebuilt from the file by ``replay``; ``inspect``
+prints a log for ``autosave inspect``.
 """
 
+from ..errors import (LogClosedError, LogForkedError, LogPoisonedError, LogUnusableError,
+                      ReadOnlyLogError)
 from .file import LogFile, LogLockedError
 from .history import Bookmark, CheckpointLog, NodeRecord, Position
 
-__all__ = ["Bookmark", "CheckpointLog", "LogFile", "LogLockedError", "NodeRecord", "Position"]
+__all__ = ["Bookmark", "CheckpointLog", "LogClosedError", "LogFile", "LogForkedError",
+           "LogLockedError", "LogPoisonedError", "LogUnusableError", "NodeRecord", "Position",
+           "ReadOnlyLogError"]

@@ -14,17 +14,28 @@ Everything is a metadata event appended to the file at ``flush()``; opening repl
 them (and never reads a checkpoint until one is restored).
 """
 
+import os
+import sys
 import time
-import zlib
+from array import array
 from collections.abc import Mapping
 
 import attrs
 
-from ..errors import CorruptLogError
+from ..errors import CorruptLogError, ReadOnlyLogError
 from ..files import dumps, loads
 from .file import PAYLOAD, LogFile
+from .records import compress_checkpoint, inflate_checkpoint
+from .replay import Replay
 
 _PLAIN_KEYS = (type(None), bool, int, str, bytes)
+# What msgpack can write: a key outside this range would make every later flush fail.
+_INT_RANGE = range(-2 ** 63, 2 ** 64)
+
+
+def _check_key(key, what):
+    if type(key) is int and key not in _INT_RANGE:
+        raise ValueError(f"{what} {key} does not fit in 64 bits")
 
 
 @attrs.frozen
@@ -49,7 +60,19 @@ class NodeRecord:
 
     def row(self):
         return [self.id, self.name, self.key, self.parent, self.parent_step, self.first_step,
-                self.last_step, sorted(self.checkpoints.items())]
+                self.last_step, pack_checkpoints(self.checkpoints)]
+
+
+def pack_checkpoints(checkpoints):
+    """step -> offset as little-endian int64 pairs in step order: a snapshot's bulk,
+    read back (and checked) at C speed."""
+    steps = sorted(checkpoints)
+    pairs = array("q", bytes(16 * len(steps)))
+    pairs[0::2] = array("q", steps)
+    pairs[1::2] = array("q", [checkpoints[step] for step in steps])
+    if sys.byteorder == "big":
+        pairs.byteswap()
+    return pairs.tobytes()
 
 
 @attrs.frozen
@@ -76,8 +99,10 @@ class Reached:
         self._keys = set()
 
     def add(self, key):
+        self._log.file.check_writable()
         if type(key) not in _PLAIN_KEYS or type(key) is bool:
             raise TypeError(f"reached keys are str, int or bytes, not {type(key).__name__}")
+        _check_key(key, "a reached key")
         if key not in self._keys:
             self._keys.add(key)
             self._log._events.append(["reached", key])
@@ -95,8 +120,11 @@ class Reached:
 class CheckpointLog:
     """One player profile's whole history. See the module docstring and DESIGN.md."""
 
-    def __init__(self, file, checkpoint_every):
+    def __init__(self, file, checkpoint_every, decode_globals=True):
+        """A history over an open LogFile. With ``decode_globals=False`` the globals
+        stay undecoded bytes (``globals`` is None): nothing the file names is built."""
         if not isinstance(checkpoint_every, int) or checkpoint_every < 1:
+            file.close()
             raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
         self.file = file
         self.checkpoint_every = checkpoint_every
@@ -113,29 +141,43 @@ class CheckpointLog:
         self._step = None            # current step in it (first_step - 1 before the first)
         self._reentered = False      # entered an existing record: its first step is reused
         try:
-            self._load_metadata()
+            Replay(self).run(decode_globals)
         except BaseException:
             file.close()
             raise
+        if not decode_globals:
+            self.globals = None
+        elif not file.writable:
+            self.globals = _FrozenDict(self.globals, file.path)
 
     @classmethod
-    def open(cls, path, checkpoint_every=10, **file_options):
-        """Open (or create) the log at ``path`` for writing; one writer at a time."""
-        return cls(LogFile(path, **file_options), checkpoint_every)
+    def open(cls, path, checkpoint_every=10, *, writable=True, **file_options):
+        """Open (or create) the log at ``path`` for writing (one writer at a time), or
+        with ``writable=False`` for reading: then every mutation raises ReadOnlyLogError."""
+        return cls(LogFile(path, writable=writable, **file_options), checkpoint_every)
 
     @property
     def recovered(self):
         """Bytes of an unflushed, torn tail cut when the log was opened (0 if none)."""
         return self.file.recovered
 
+    @property
+    def recovery(self):
+        """What opening had to work around (damaged slots, a dropped last commit,
+        commits found by scanning), one line each; empty for a log closed cleanly."""
+        return list(self.file.recovery)
+
     # -- play -----------------------------------------------------------------------------
 
     def enter(self, node, key=None):
         """Begin node ``node``; ``key`` tells apart entries with different variables."""
+        self.file.check_writable()
         if not isinstance(node, str) or not node:
             raise TypeError(f"a node name is a non-empty str, not {node!r}")
         if type(key) not in _PLAIN_KEYS:
             raise TypeError(f"a node key is None, bool, int, str or bytes, not {type(key).__name__}")
+        _check_key(key, "a node key")
+        node = str(node)
         parent = self._current
         siblings = parent.children if parent is not None else self.roots
         for rid in siblings:
@@ -152,23 +194,29 @@ class CheckpointLog:
         """One step reached with game state ``state``. A checkpoint is written at a
         record's first step, every ``checkpoint_every`` steps, or when ``checkpoint`` is
         True (never when it is False, except at a record's first step)."""
+        self.file.check_writable()
         record = self._current
         if record is None:
             raise RuntimeError("step() before enter(): there is no node to step in")
         nxt = self._step + 1
-        if nxt <= record.last_step:
-            if self._reentered and nxt == record.first_step:
-                self._step, self._reentered = nxt, False     # the same start, reached again
-                return self.position
+        branch = nxt <= record.last_step
+        if branch and self._reentered and nxt == record.first_step:
+            self._step, self._reentered = nxt, False         # the same start, reached again
+            return self.position
+        # Checkpoints are added in step order, so the newest is the last key.
+        since = nxt - next(reversed(record.checkpoints), nxt - self.checkpoint_every)
+        due = branch or nxt == record.first_step or checkpoint or (
+            checkpoint is None and since >= self.checkpoint_every)
+        # Serialized before anything changes: a state that cannot be saved leaves the
+        # history as it was.
+        payload = compress_checkpoint(dumps(state)) if due else None
+        if branch:
             record = self._new_record(record.name, record.key, record, nxt)
             self._current = record
         self._reentered = False
         record.last_step = self._extended[record.id] = self._step = nxt
-        # Checkpoints are added in step order, so the newest is the last key.
-        since = nxt - next(reversed(record.checkpoints), nxt - self.checkpoint_every)
-        if nxt == record.first_step or checkpoint or (checkpoint is None
-                                                       and since >= self.checkpoint_every):
-            offset = self.file.append(PAYLOAD, zlib.compress(dumps(state), 1))
+        if payload is not None:
+            offset = self.file.append(PAYLOAD, payload)
             record.checkpoints[nxt] = offset
             self._events.append(["checkpoint", record.id, nxt, offset])
         return self.position
@@ -193,14 +241,15 @@ class CheckpointLog:
         base = max(at)
         offset = record.checkpoints[base]
         kind, payload = self.file.read(offset)
+        if kind != PAYLOAD:
+            raise CorruptLogError(f"{self.file.path}: the checkpoint at offset {offset} is a "
+                                  f"record of kind {kind}, not a payload")
+        data = inflate_checkpoint(self.file.path, offset, payload)
         try:
-            if kind != PAYLOAD:
-                raise ValueError(f"a record of kind {kind}")
-            data = zlib.decompress(payload)
-        except (ValueError, zlib.error) as e:
-            raise CorruptLogError(f"{self.file.path}: the checkpoint at offset {offset} is not "
-                                  f"a compressed save ({e})") from None
-        state = loads(data)
+            state = loads(data)
+        except Exception as e:
+            e.add_note(f"in the checkpoint at offset {offset} of {self.file.path}")
+            raise
         steps = position.step - base
         if steps:
             if replay is None:
@@ -246,8 +295,10 @@ class CheckpointLog:
     def bookmark(self, slot, description="", screenshot=None, position=None):
         """Point save slot ``slot`` at ``position`` (default: here). Instant: no state is
         written, the slot refers into the history."""
+        self.file.check_writable()
         if not isinstance(slot, str) or not slot:
             raise TypeError(f"a bookmark slot is a non-empty str, not {slot!r}")
+        slot = str(slot)
         position = position or self.position
         if position is None:
             raise RuntimeError("bookmark() before any step")
@@ -260,30 +311,42 @@ class CheckpointLog:
         return mark
 
     def delete_bookmark(self, slot):
+        self.file.check_writable()
         del self._bookmarks[slot]
         self._events.append(["unbookmark", slot])
 
     # -- durability ----------------------------------------------------------------------
 
     def flush(self):
-        """Make everything so far durable (one atomic commit)."""
-        events, self._events = self._events, []
-        events += [["steps", rid, last] for rid, last in self._extended.items()]
-        self._extended.clear()
+        """Make everything so far durable (one atomic commit).
+
+        If it raises, nothing of it is committed and nothing is forgotten: the events
+        stay pending for the next flush, unless the writer is poisoned
+        (LogPoisonedError: close and reopen; see docs/log-format.md)."""
+        self.file.check_writable()
+        events = self._events + [["steps", rid, last] for rid, last in self._extended.items()]
         saved = dumps(self.globals)
         if saved != self._saved_globals:
             events.append(["globals", saved])
-            self._saved_globals = saved
         at = (self._current.id, self._step) if self._current is not None else None
         if at != self._saved_at:
             events.append(["at", *at])
-            self._saved_at = at
-        self.file.commit(events, self._state)
+        self.file.commit(events, lambda: self._state(saved, at))
+        self._events = []
+        self._extended.clear()
+        self._saved_globals, self._saved_at = saved, at
 
     def close(self):
-        if self.file.fd is not None:
-            self.flush()
-            self.file.close()
+        """Flush (a writer in its own process, not poisoned) and release the file.
+        Idempotent; the file is released even when the flush raises."""
+        file = self.file
+        if file.fd is None:
+            return
+        try:
+            if file.writable and not file.poisoned and os.getpid() == file.pid:
+                self.flush()
+        finally:
+            file.close()
 
     def __enter__(self):
         return self
@@ -295,6 +358,13 @@ class CheckpointLog:
             self.file.close()        # unflushed work is lost, as after a crash
 
     # -- internals -----------------------------------------------------------------------
+
+    @staticmethod
+    def _make_record(rid, name, key, parent, parent_step, first):
+        return NodeRecord(rid, name, key, parent, parent_step, first, first - 1)
+
+    def _make_bookmark(self, record, step, description, created, shot):
+        return Bookmark(Position(record.name, step, record.id), description, created, shot, self)
 
     def _new_record(self, name, key, parent, first_step):
         rid = len(self.records)
@@ -313,75 +383,15 @@ class CheckpointLog:
             raise ValueError(f"{position!r} is not a step of this log's history")
         return record
 
-    def _state(self):
+    def _state(self, saved_globals, at):
         return {
             "records": [r.row() for r in self.records.values()],
             "bookmarks": [[slot, b.position.record, b.position.step, b.description, b.created,
                            b.screenshot_offset] for slot, b in self._bookmarks.items()],
             "reached": sorted(self.reached, key=lambda k: (type(k).__name__, k)),
-            "globals": self._saved_globals,
-            "at": [self._current.id, self._step] if self._current is not None else None,
+            "globals": saved_globals,
+            "at": list(at) if at is not None else None,
         }
-
-    def _load_metadata(self):
-        snapshot, deltas = self.file.metadata()
-        try:
-            if snapshot is not None:
-                self._apply_snapshot(snapshot)
-            for events in deltas:
-                for event in events:
-                    self._apply(event)
-        except CorruptLogError:
-            raise
-        except Exception as e:
-            raise CorruptLogError(f"{self.file.path}: metadata does not describe a history: "
-                                  f"{type(e).__name__}: {e}") from e
-
-    def _apply_snapshot(self, state):
-        for rid, name, key, parent, parent_step, first, last, checkpoints in state["records"]:
-            self._apply(["node", rid, name, key, parent, parent_step, first])
-            self.records[rid].last_step = last
-            self.records[rid].checkpoints = dict(checkpoints)
-        for slot, rid, step, description, created, shot in state["bookmarks"]:
-            self._apply(["bookmark", slot, rid, step, description, created, shot])
-        for key in state["reached"]:
-            self.reached._keys.add(key)
-        self._apply(["globals", state["globals"]])
-        if state["at"] is not None:
-            self._apply(["at", *state["at"]])
-
-    def _apply(self, event):
-        kind, *args = event
-        if kind == "node":
-            rid, name, key, parent, parent_step, first = args
-            if rid != len(self.records):
-                raise ValueError(f"node record {rid} out of order")
-            self.records[rid] = NodeRecord(rid, name, key, parent, parent_step, first, first - 1)
-            (self.records[parent].children if parent is not None else self.roots).append(rid)
-        elif kind == "steps":
-            rid, last = args
-            self.records[rid].last_step = last
-        elif kind == "checkpoint":
-            rid, step, offset = args
-            self.records[rid].checkpoints[step] = offset
-        elif kind == "bookmark":
-            slot, rid, step, description, created, shot = args
-            record = self.records[rid]
-            self._bookmarks[slot] = Bookmark(Position(record.name, step, rid), description,
-                                             created, shot, self)
-        elif kind == "unbookmark":
-            self._bookmarks.pop(args[0], None)
-        elif kind == "reached":
-            self.reached._keys.add(args[0])
-        elif kind == "globals":
-            self._saved_globals = args[0]
-            self.globals = loads(args[0])
-        elif kind == "at":
-            rid, step = args
-            self._current, self._step = self.records[rid], step
-            self._saved_at = (rid, step)
-        else:
-            raise ValueError(f"unknown event {kind!r}")
 
 
 class _ReadOnly(Mapping):
@@ -396,3 +406,17 @@ class _ReadOnly(Mapping):
 
     def __len__(self):
         return len(self._data)
+
+
+class _FrozenDict(dict):
+    """The globals of a log opened read-only: reading works, changing says why not."""
+
+    def __init__(self, data, path):
+        super().__init__(data)
+        self._path = path
+
+    def _refuse(self, *args, **kwargs):
+        raise ReadOnlyLogError(f"{self._path} is open read-only: its globals cannot change")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
