@@ -1,0 +1,46 @@
+"""Loading an older version of a class: the chain of ``@autosave.upgrade`` hooks from the
+saved version to the current one, run on the plain field dict (docs/format.md, Reading,
+step 2)."""
+
+from .errors import FormatError, IncompatibleSaveError, LoadError
+from .loadcheck import describe
+from .registry import REGISTRY
+
+
+def upgrade_chain(schema, saved_version):
+    """The hooks taking a save of ``saved_version`` to the class's version, in order."""
+    if type(saved_version) is not int or saved_version < 1:
+        raise FormatError(f"the save's version of {schema.name} is not a positive int")
+    if saved_version > schema.version:
+        raise IncompatibleSaveError(
+            f"the save holds {schema.name} version {saved_version}, newer than this "
+            f"game's version {schema.version}")
+    chain = []
+    for v in range(saved_version, schema.version):
+        hook = REGISTRY.upgrades.get((schema.name, v))
+        if hook is None:
+            raise IncompatibleSaveError(
+                f"the save holds {schema.name} version {saved_version}; version "
+                f"{schema.version} needs an @autosave.upgrade({schema.name!r}, "
+                f"from_version={v}) hook")
+        chain.append(hook)
+    return chain
+
+
+def run_upgrades(schema, saved_version, hooks, fields):
+    """The field dict after every hook of the chain, each checked to return a dict of
+    str keys."""
+    for v, hook in enumerate(hooks, saved_version):
+        try:
+            fields = hook(fields)
+        except LoadError:
+            raise
+        except Exception as e:
+            raise IncompatibleSaveError(
+                f"upgrade hook {hook.__qualname__} for {schema.name} version {v} failed: "
+                f"{describe(e)}") from e
+        if type(fields) is not dict or not all(type(k) is str for k in fields):
+            raise IncompatibleSaveError(
+                f"upgrade hook {hook.__qualname__} for {schema.name} version {v} must "
+                f"return the field dict (str keys), returned a {type(fields).__name__}")
+    return fields
