@@ -24,8 +24,7 @@ from .log import (Bookmark, CheckpointLog, LogClosedError, LogForkedError, LogLo
                   LogPoisonedError, LogUnusableError, Position, ReadOnlyLogError)
 from .registry import allow, asset, assets, save_root, saveable, upgrade
 from .schema import transient
-from .coroutines import coroutine
-from .coroutines import adapter as _coroutine_adapter  # noqa: F401  (registers the record type)
+from .coroutines import coroutine        # also registers the coroutine record type
 
 __all__ = [
     "save_root", "saveable", "transient", "upgrade", "asset", "assets", "allow", "coroutine",

@@ -46,13 +46,14 @@ from ..errors import CoroutineError
 from ..generated import PRECOMPILED_COROUTINES, enabled as generated_enabled
 from . import labels as labels_mod
 from . import transform
+from .adapter import COROUTINE
 from .runtime import HELPERS, UNBOUND, Coroutine, Loading, DONE, NOT_STARTED
+from .specs import SPECS, FunctionRef, spec_of
 
 __all__ = ["coroutine", "register_precompiled", "use_labels", "CoroutineSpec", "spec_of"]
 
 PRECOMPILED = {}     # qualified name -> (fingerprint, maker, spec data)
 LABELS = {}          # qualified name -> labels of a previous build
-SPECS = {}           # decorated function -> CoroutineSpec
 
 
 def register_precompiled(qualified_name, fingerprint, maker, spec):
@@ -69,19 +70,6 @@ def use_labels(mapping):
     run-time transform wherever the code still has those resume points."""
     for qualified_name, labels in mapping.items():
         LABELS[qualified_name] = dict(labels)
-
-
-def spec_of(func):
-    """The CoroutineSpec of a decorated function (or its bound method), else None."""
-    return SPECS.get(getattr(func, "__func__", func))
-
-
-class FunctionRef:
-    """Stands for a coroutine function in a save: written as the function's global
-    name (an ``autosave.global`` record), so loading resolves it through the trust
-    rules of every other name."""
-    def __init__(self, module, qualname):
-        self.__module__, self.__qualname__ = module, qualname
 
 
 class CoroutineSpec:
@@ -210,7 +198,6 @@ def instantiate(func, maker, data):
     cls_cell.cell_contents = cls
     factory.__autosave_coroutine__ = spec
     SPECS[factory] = spec
-    from .adapter import COROUTINE
     ADAPTERS_BY_TYPE[cls] = COROUTINE
     return factory
 

@@ -20,6 +20,7 @@ from ..adapters.base import ADAPTERS_BY_TYPE, Adapter, register_adapter
 from ..adapters.callables import GLOBAL
 from ..errors import IncompatibleSaveError, SaveError
 from .runtime import DONE, RUNNING, UNBOUND, Loading
+from .specs import FunctionRef, spec_of
 
 
 class CoroutineAdapter(Adapter):
@@ -48,7 +49,6 @@ class CoroutineAdapter(Adapter):
         return Loading.__new__(Loading)
 
     def fill(self, obj, vals):
-        from . import spec_of
         fn, label = vals[1], vals[2]
         spec = spec_of(fn)
         if spec is None:
@@ -104,7 +104,6 @@ class CoroutineAdapter(Adapter):
 
 COROUTINE = register_adapter(CoroutineAdapter())
 # the function reference is written as a plain global name
-from . import FunctionRef  # noqa: E402
 ADAPTERS_BY_TYPE[FunctionRef] = GLOBAL
 
 
