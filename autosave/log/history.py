@@ -118,7 +118,7 @@ class Reached:
 
 
 class CheckpointLog:
-    """One player profile's whole history. See the module docstring and DESIGN.md."""
+    """One player profile's whole history. See the module docstring and docs/log-format.md."""
 
     def __init__(self, file, checkpoint_every, decode_globals=True):
         """A history over an open LogFile. With ``decode_globals=False`` the globals
