@@ -1,4 +1,4 @@
-"""python -m codegen PACKAGE ...: the same as autosave-codegen."""
+"""python -m autosave_codegen PACKAGE ...: the same as autosave-codegen."""
 
 import sys
 

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 
 import autosave
-import codegen
+import autosave_codegen as codegen
 from autosave.direct import DirectWalker
 from autosave.format import encode
 from autosave.generated import GENERATED
 from autosave.walk import Walker
-from codegen.collect import collect
-from codegen.emit import generate
+from autosave_codegen.collect import collect
+from autosave_codegen.emit import generate
 
 import test_graph_properties as graphs_under_test
 from helpers import assert_isomorphic
@@ -203,7 +203,7 @@ def make_package(tmp_path, source):
 def run(tmp_path, args, env=None, code=None):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOSAVE_")}
     full_env.update(PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]), **(env or {}))
-    cmd = [sys.executable, "-c", code] if code else [sys.executable, "-m", "codegen", *args]
+    cmd = [sys.executable, "-c", code] if code else [sys.executable, "-m", "autosave_codegen", *args]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=full_env,
                           timeout=120)
 

@@ -251,7 +251,7 @@ def release1(tmp_path_factory):
     directory = tmp_path_factory.mktemp("release1")
     write_release(directory, RELEASE_1)
     python(directory, MAKE_CORPUS)
-    python(directory, "from codegen.cli import main; "
+    python(directory, "from autosave_codegen.cli import main; "
                       "assert main(['relgame', '--out', 'labels']) == 0")
     return directory
 

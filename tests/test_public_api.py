@@ -135,3 +135,15 @@ def test_python_dash_m_runs_the_command(tmp_path):
     out = subprocess.run([sys.executable, "-m", "autosave", "dump", str(path)],
                          capture_output=True, text=True)
     assert out.returncode == 0 and '"builtins.list"' in out.stdout
+
+
+def test_the_install_claims_no_generic_top_level_name(tmp_path):
+    """The build tool installs as autosave_codegen; "codegen" is another project's."""
+    code = ("import importlib.util as u; "
+            "print(u.find_spec('codegen') is None, u.find_spec('autosave_codegen') is not None)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert out.stdout.split() == ["True", "True"], out.stderr
+    out = subprocess.run([sys.executable, "-m", "autosave_codegen", "--help"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0 and "autosave-codegen" in out.stdout

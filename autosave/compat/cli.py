@@ -101,7 +101,7 @@ def cmd_snapshot(args):
 
 
 def _dumps(document):
-    from codegen.manifest import dumps
+    from autosave_codegen.manifest import dumps
     return dumps(document)
 
 

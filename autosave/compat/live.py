@@ -18,8 +18,8 @@ def import_packages(packages):
     """Import each package and all its submodules, as a running game would have them."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    from codegen.collect import import_package
-    from codegen.errors import CodegenError
+    from autosave_codegen.collect import import_package
+    from autosave_codegen.errors import CodegenError
     for name in packages:
         try:
             import_package(name)
@@ -30,8 +30,8 @@ def import_packages(packages):
 def manifest(packages):
     """The manifest document of ``packages`` as they are now (format 2)."""
     import_packages(packages)
-    from codegen import manifest as manifest_
-    from codegen.errors import CodegenError
+    from autosave_codegen import manifest as manifest_
+    from autosave_codegen.errors import CodegenError
     try:
         return manifest_.snapshot(packages)
     except CodegenError as e:
@@ -43,7 +43,7 @@ def current(packages, baselines=()):
     still resolves by its saved name (a class no annotation reaches: saved by
     reflection, loaded by name) described too, as the loader would find it."""
     document = manifest(packages)
-    from codegen import manifest as manifest_
+    from autosave_codegen import manifest as manifest_
     classes = document["classes"]
     known = set(classes) | {a for e in classes.values() for a in e.get("aliases", [])}
     for base in baselines:
