@@ -179,9 +179,15 @@ class CheckpointLog:
     def _upgrade(self):
         """Map the history onto the current content (content.plan), apply the events
         as a reopen would replay them, and commit them (a reader keeps them in memory)."""
-        events, self.upgrade_report = plan(self, self._source)
+        for record in self.records.values():
+            self._source.hashes(record.name)     # the game's content errors are its own
+        replay = Replay(self)
+        # Whatever the history holds (it may be forged), planning gives events or a
+        # CorruptLogError, as replaying does.
+        found = []
+        replay.guard(self.file.slot.meta, lambda: found.extend(plan(self, self._source)))
+        events, self.upgrade_report = found
         if events:
-            replay = Replay(self)
             replay.guard(self.file.slot.meta, replay.events, events)
             replay.guard(self.file.slot.meta, replay.check_history)
             self._events.extend(events)

@@ -1,0 +1,193 @@
+"""Checkpoint logs across content patches (autosave/log/content.py): a random story is
+played with bookmarks, checkpoints and branches, patched at random (steps inserted,
+deleted, replaced, blocks moved, nodes removed), and reopened with the new content.
+Every bookmark must then restore to exactly the state the *new* story gives at its
+mapped step (an oracle replays the new story), name the same line when that line
+survives, or be reported lost when its node is gone."""
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autosave import CheckpointLog
+from autosave.errors import LostPositionError
+
+EXAMPLES = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "60"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow,
+                                       HealthCheck.function_scoped_fixture])
+
+
+class Game:
+    """A story player. The state passed to step i of a node is the state before its
+    line i runs: the path of nodes entered before and the lines run so far here."""
+
+    def __init__(self, log, story):
+        self.log, self.story, self.state = log, story, None
+
+    def enter(self, node):
+        path = [] if self.state is None else self.state["path"] + [self.state["node"]]
+        self.log.enter(node)
+        self.state = {"node": node, "path": path, "lines": []}
+        self.log.step(self.state)
+
+    def can_advance(self):
+        s = self.state
+        return s is not None and len(s["lines"]) + 1 < len(self.story[s["node"]])
+
+    def advance(self):
+        s = self.state
+        line = self.story[s["node"]][len(s["lines"])]
+        self.log.reached.add(line)
+        self.state = {**s, "lines": s["lines"] + [line]}
+        self.log.step(self.state)
+
+    def replay(self, state, steps):
+        """Re-run ``steps`` lines from ``state`` under this game's story."""
+        lines = list(state["lines"])
+        keys = self.story[state["node"]]
+        for _ in range(steps):
+            lines.append(keys[len(lines)])
+        return {**state, "lines": lines}
+
+    def restore(self, position):
+        self.state = self.log.restore(position, replay=self.replay)
+        return self.state
+
+
+def oracle(story, state, step):
+    """The state the story gives at ``step`` of the node of ``state``, entered the same way."""
+    return {**state, "lines": list(story[state["node"]][:step])}
+
+
+@st.composite
+def stories(draw):
+    count = draw(st.integers(1, 4))
+    story, token = {}, 0
+    for n in range(count):
+        length = draw(st.integers(1, 9))
+        story[f"n{n}"] = [f"n{n}.{token + i}" for i in range(length)]
+        token += length
+    return story
+
+
+def play(data, log, story, game_steps):
+    """Random play: enter nodes, advance, bookmark, restore a bookmark and branch.
+    Returns slot -> the state the bookmark was made at."""
+    game = Game(log, story)
+    marks = {}
+    for _ in range(game_steps):
+        action = data.draw(st.sampled_from(["enter", "advance", "advance", "advance",
+                                            "bookmark", "branch", "flush"]), label="action")
+        if action == "enter" or game.state is None:
+            game.enter(data.draw(st.sampled_from(sorted(story)), label="node"))
+        elif action == "advance" and game.can_advance():
+            game.advance()
+        elif action == "bookmark":
+            slot = f"s{len(marks)}"
+            log.bookmark(slot)
+            marks[slot] = game.state
+        elif action == "branch" and marks:
+            slot = data.draw(st.sampled_from(sorted(marks)), label="restore")
+            if slot in log.bookmarks:
+                assert game.restore(log.bookmarks[slot].position) == marks[slot]
+        elif action == "flush":
+            log.flush()
+    if game.state is not None:
+        log.bookmark("last")
+        marks["last"] = game.state
+    return marks
+
+
+def patch(data, story):
+    """(new story, nodes whose lines were moved as a block, removed nodes)."""
+    new, moved, removed = {}, set(), set()
+    fresh = 0
+    for name, keys in story.items():
+        if data.draw(st.integers(0, 7), label=f"remove {name}") == 0:
+            removed.add(name)
+            continue
+        keys = list(keys)
+        for _ in range(data.draw(st.integers(0, 3), label="edits")):
+            how = data.draw(st.sampled_from(["insert", "delete", "replace", "move"]))
+            i = data.draw(st.integers(0, len(keys)), label="at")
+            if how == "insert":
+                keys.insert(i, f"new{fresh}")
+                fresh += 1
+            elif how == "delete" and i < len(keys) and len(keys) > 1:
+                del keys[i]
+            elif how == "replace" and i < len(keys):
+                keys[i] = f"new{fresh}"
+                fresh += 1
+            elif how == "move" and len(keys) > 2:
+                j = data.draw(st.integers(i, len(keys)), label="block end")
+                block, rest = keys[i:j], keys[:i] + keys[j:]
+                k = data.draw(st.integers(0, len(rest)), label="to")
+                keys = rest[:k] + block + rest[k:]
+                moved.add(name)
+        new[name] = keys
+    return new, moved, removed
+
+
+def check_upgraded(log, story, new, marks, moved, removed):
+    report = log.upgrade_report
+    game = Game(log, new)
+    for slot, state in marks.items():
+        node, old_step = state["node"], len(state["lines"])
+        line = story[node][old_step]
+        entry = report.bookmarks[slot]
+        if node in removed:
+            assert entry["status"] == "lost" and slot not in log.bookmarks, entry
+            continue
+        position = log.bookmarks[slot].position
+        assert position.node == node and entry["new"] == position.step
+        step = position.step
+        if entry["note"] is None:
+            # The same line, at its new index.
+            assert new[node][step] == line, (slot, entry)
+        else:
+            # Its line was removed: the nearest earlier surviving line, or the start.
+            assert line not in new[node] or node in moved, (slot, entry)
+            assert step == 0 or new[node][step] in story[node][:old_step], (slot, entry)
+        if line in new[node] and node not in moved:
+            assert entry["note"] is None and new[node][step] == line
+        if new[node] == story[node]:
+            assert (entry["status"], step) == ("kept", old_step)
+        assert game.restore(position) == oracle(new, state, step), slot
+    for node in removed:
+        assert report.nodes.get(node, {"status": "removed"})["status"] == "removed"
+    gone = {line for node in story for line in story[node]} - {
+        line for node in new for line in new[node]}
+    assert not gone & set(log.reached)
+
+
+@FUZZ
+@given(data=st.data(), story=stories(), every=st.integers(1, 3))
+def test_bookmarks_follow_their_lines_across_a_patch(tmp_path_factory, data, story, every):
+    path = tmp_path_factory.mktemp("content") / "p.log"
+    with CheckpointLog.open(path, checkpoint_every=every, content=story) as log:
+        marks = play(data, log, story, data.draw(st.integers(1, 25), label="steps"))
+        old = {s: m.position for s, m in log.bookmarks.items()}
+    new, moved, removed = patch(data, story)
+    with CheckpointLog.open(path, checkpoint_every=every, content=new) as log:
+        check_upgraded(log, story, new, marks, moved, removed)
+        for slot, position in old.items():
+            if position.node in removed:       # never some other moment
+                with pytest.raises(LostPositionError, match="removed from the content"):
+                    log.restore(position, replay=Game(log, new).replay)
+        lost = {s for s in marks if marks[s]["node"] in removed}
+        # Play goes on under the new content, then the profile reopens unchanged.
+        if new:
+            Game(log, new).enter(sorted(new)[0])
+            log.bookmark("after")
+        kept = {s: log.bookmarks[s].position for s in log.bookmarks}
+    with CheckpointLog.open(path, checkpoint_every=every, content=new) as log:
+        assert {s: m.position for s, m in log.bookmarks.items()} == kept
+        assert not log.upgrade_report.records
+        assert all(e["status"] == "kept" for e in log.upgrade_report.bookmarks.values())
+        for slot in lost:
+            assert slot not in log.bookmarks
+    with CheckpointLog.open(path, writable=False) as log:       # no content: as recorded
+        assert {s: m.position for s, m in log.bookmarks.items()} == kept
