@@ -43,7 +43,7 @@ def cmd_inspect(args):
     with open(args.file, "rb") as f:
         head = f.read(8)
     if head and LOG_MAGIC.startswith(head):     # a log, or the first bytes of one
-        inspect_log(args.file, args.top)
+        inspect_log(args.file, args.top, content=read_content(args.content))
     elif head.startswith(SAVE_MAGIC):
         with open(args.file, "rb") as f:
             data = f.read()
@@ -52,6 +52,23 @@ def cmd_inspect(args):
     else:
         raise LoadError(f"neither an autosave save nor a checkpoint log (magic {head[:8]!r} "
                         f"at offset 0)")
+
+
+def read_content(path):
+    """The JSON content file of ``inspect --content``: {node: [step key, ...]}."""
+    if path is None:
+        return None
+    with open(path, "rb") as f:
+        try:
+            content = json.load(f)
+        except ValueError as e:
+            raise LoadError(f"--content {path}: not JSON ({e})") from None
+    if not isinstance(content, dict) or not all(
+            isinstance(keys, list) and all(type(k) in (str, int) for k in keys)
+            for keys in content.values()):
+        raise LoadError(f"--content {path}: not an object of node -> [step key, ...] "
+                        f"(str or int keys)")
+    return content
 
 
 def build_parser():
@@ -73,6 +90,9 @@ def build_parser():
                                          "by class. Read-only: nothing is cut or repaired.")
     inspect.add_argument("file", help="a checkpoint log or a file written by autosave.save")
     inspect.add_argument("--top", type=int, default=15, help="classes to list (default 15)")
+    inspect.add_argument("--content", metavar="JSON",
+                         help="for a log: what opening it with this content (a JSON object "
+                              "node -> [step key, ...]) would upgrade; nothing is written")
     inspect.set_defaults(run=cmd_inspect)
     add_compat_parsers(sub)
     return parser
