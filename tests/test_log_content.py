@@ -6,6 +6,8 @@ mapped step (an oracle replays the new story), name the same line when that line
 survives, or be reported lost when its node is gone."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -191,3 +193,14 @@ def test_bookmarks_follow_their_lines_across_a_patch(tmp_path_factory, data, sto
             assert slot not in log.bookmarks
     with CheckpointLog.open(path, writable=False) as log:       # no content: as recorded
         assert {s: m.position for s, m in log.bookmarks.items()} == kept
+
+
+def test_the_patched_story_example_runs():
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "patched_story.py")
+    out = subprocess.run([sys.executable, example], capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    assert "node flashback: removed\nnode station: changed\nnode train: changed" in out
+    assert "bookmark memory: lost\nbookmark waved: moved 2 -> 3" in out
+    assert "restored letter: last line shown: 'Someone has left a letter.'" in out
+    assert "restored waved: last line shown: 'A stranger waves.'" in out
+    assert "slots now: ['letter', 'waved']" in out
