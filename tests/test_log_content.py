@@ -204,3 +204,62 @@ def test_the_patched_story_example_runs():
     assert "restored letter: last line shown: 'Someone has left a letter.'" in out
     assert "restored waved: last line shown: 'A stranger waves.'" in out
     assert "slots now: ['letter', 'waved']" in out
+
+
+def record_plain(path, story, upto):
+    """A profile recorded without content (as every log before content records)."""
+    with CheckpointLog.open(path, checkpoint_every=2) as log:
+        game = Game(log, story)
+        game.enter("a")
+        for _ in range(upto):
+            game.advance()
+        log.bookmark("end")
+        return game.state
+
+
+def test_a_log_recorded_without_content_adopts_it_then_follows_patches(tmp_path):
+    path = tmp_path / "plain.log"
+    story = {"a": ["a0", "a1", "a2", "a3", "a4"]}
+    state = record_plain(path, story, 3)
+    with CheckpointLog.open(path, content=lambda node: story.get(node)) as log:
+        assert log.upgrade_report.nodes == {"a": {"status": "adopted",
+                                                  "hash": log.upgrade_report.nodes["a"]["hash"]}}
+        assert log.bookmarks["end"].position.step == 3
+    new = {"a": ["a0", "a2", "a3", "a4"]}            # a1 cut
+    with CheckpointLog.open(path, content=new) as log:
+        entry = log.upgrade_report.bookmarks["end"]
+        assert (entry["status"], entry["old"], entry["new"]) == ("moved", 3, 2)
+        assert Game(log, new).restore(log.bookmarks["end"].position) == oracle(new, state, 2)
+
+
+def test_duplicate_keys_and_a_callable_that_raises_key_error(tmp_path):
+    path = tmp_path / "dup.log"
+    story = {"a": ["x", "x", "y", "x", "y"], "b": ["b0", "b1"]}
+    with CheckpointLog.open(path, checkpoint_every=1, content=story) as log:
+        game = Game(log, story)
+        game.enter("a")
+        for _ in range(4):
+            game.advance()
+        log.bookmark("a4")
+        game.enter("b")
+        log.bookmark("b0")
+    new = {"a": ["x", "y", "x", "y"]}
+
+    def content(node):
+        return new[node]                               # KeyError: the node is gone
+    with CheckpointLog.open(path, content=content) as log:
+        assert log.upgrade_report.lost == ["b0"]
+        position = log.bookmarks["a4"].position
+        assert new["a"][position.step] == "y"
+        assert Game(log, new).restore(position)["lines"] == new["a"][:position.step]
+
+
+def test_content_is_checked_before_anything_is_written(tmp_path):
+    path = tmp_path / "bad.log"
+    record_plain(path, {"a": ["a0", "a1"]}, 1)
+    before = path.read_bytes()
+    with pytest.raises(TypeError, match="step key"):
+        CheckpointLog.open(path, content={"a": [1.5, 2.5]})
+    with pytest.raises(TypeError, match="mapping"):
+        CheckpointLog.open(path, content=["a"])
+    assert path.read_bytes() == before
