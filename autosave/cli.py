@@ -18,6 +18,7 @@ from .compat.cli import add_parsers as add_compat_parsers
 from .errors import LoadError
 from .format import MAGIC as SAVE_MAGIC
 from .format import to_jsonable
+from .log.content import read_content
 from .log.inspect import inspect_log, print_sizes_by_class
 from .log.inspect import text as printable
 from .log.records import MAGIC as LOG_MAGIC
@@ -52,23 +53,6 @@ def cmd_inspect(args):
     else:
         raise LoadError(f"neither an autosave save nor a checkpoint log (magic {head[:8]!r} "
                         f"at offset 0)")
-
-
-def read_content(path):
-    """The JSON content file of ``inspect --content``: {node: [step key, ...]}."""
-    if path is None:
-        return None
-    with open(path, "rb") as f:
-        try:
-            content = json.load(f)
-        except ValueError as e:
-            raise LoadError(f"--content {path}: not JSON ({e})") from None
-    if not isinstance(content, dict) or not all(
-            isinstance(keys, list) and all(type(k) in (str, int) for k in keys)
-            for keys in content.values()):
-        raise LoadError(f"--content {path}: not an object of node -> [step key, ...] "
-                        f"(str or int keys)")
-    return content
 
 
 def build_parser():

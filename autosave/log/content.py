@@ -23,13 +23,14 @@ the node's steps — and replays forward under the new content.
 """
 
 import difflib
+import json
 from bisect import bisect_right
 from collections.abc import Mapping
 
 import attrs
 import xxhash
 
-from ..errors import LostPositionError
+from ..errors import LoadError, LostPositionError
 
 HASH_SIZE = 8
 
@@ -332,3 +333,20 @@ def check_restorable(log, record):
     if fid is not None and table.prints[fid][1] is None:
         raise LostPositionError(f"{log.file.path}: node {record.name!r} (record #{record.id}) "
                                 f"was removed from the content: its positions are lost")
+
+
+def read_content(path):
+    """The JSON content file of ``--content`` (inspect, compat verify): {node: [step key, ...]}."""
+    if path is None:
+        return None
+    with open(path, "rb") as f:
+        try:
+            content = json.load(f)
+        except ValueError as e:
+            raise LoadError(f"--content {path}: not JSON ({e})") from None
+    if not isinstance(content, dict) or not all(
+            isinstance(keys, list) and all(type(k) in (str, int) for k in keys)
+            for keys in content.values()):
+        raise LoadError(f"--content {path}: not an object of node -> [step key, ...] "
+                        f"(str or int keys)")
+    return content

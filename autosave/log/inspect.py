@@ -52,7 +52,7 @@ def inspect_log(path, top, out=None, content=None):
         for slot, mark in log.bookmarks.items():
             marks.setdefault(mark.position.record, []).append(
                 f"{text(slot)}@{mark.position.step}")
-        say("history:")
+        say("history:" if content is None else "history, as upgraded to the content given:")
         # Depth-first, children in creation order, with an explicit stack: a history
         # may nest as deep as the game likes.
         stack = [(rid, 1) for rid in reversed(log.roots)]
