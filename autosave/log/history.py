@@ -192,7 +192,14 @@ class CheckpointLog:
             replay.guard(self.file.slot.meta, replay.check_history)
             self._events.extend(events)
             if self.file.writable:
-                self.flush()
+                try:
+                    self.flush()
+                except OSError:
+                    # Rolled back (a full disk): nothing is lost, the events stay pending
+                    # for the next flush, and the profile still opens. A poisoned writer
+                    # is unusable: the caller reopens.
+                    if self.file.poisoned:
+                        raise
 
     def _declare(self, name):
         """Record the current content's fingerprint of ``name`` before a record of it

@@ -120,8 +120,8 @@ class Replay:
                 raise Invalid(f"a record row is not 8 or 9 fields: {_brief(row)}")
             self.node(*row[:6])
             record = self.records[row[0]]
-            if len(row) == 9:
-                record.fid = self.fingerprint(row[8], record)
+            # As written: a row without one was recorded without content.
+            record.fid = self.fingerprint(row[8], record) if len(row) == 9 else None
             self.steps(row[0], row[6])
             checkpoints = self.row_checkpoints(row[0], row[7], record)
             record.checkpoints = checkpoints
