@@ -118,7 +118,7 @@ def patch(data, story):
             if how == "insert":
                 keys.insert(i, f"new{fresh}")
                 fresh += 1
-            elif how == "delete" and i < len(keys) and len(keys) > 1:
+            elif how == "delete" and i < len(keys):
                 del keys[i]
             elif how == "replace" and i < len(keys):
                 keys[i] = f"new{fresh}"
@@ -140,7 +140,7 @@ def check_upgraded(log, story, new, marks, moved, removed):
         node, old_step = state["node"], len(state["lines"])
         line = story[node][old_step]
         entry = report.bookmarks[slot]
-        if node in removed:
+        if node in removed or not new[node]:
             assert entry["status"] == "lost" and slot not in log.bookmarks, entry
             continue
         position = log.bookmarks[slot].position

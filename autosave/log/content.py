@@ -281,8 +281,10 @@ def plan(log, content):
         old = mark.position.step
         moved = move(record, old)
         if moved is None:
+            gone = print_of(new_fid[record.name])[1] is None
             report.bookmarks[slot] = {"status": "lost", "node": record.name, "old": old,
-                                      "new": None, "note": "its node was removed"}
+                                      "new": None, "note": "its node was removed" if gone
+                                      else "its node has no steps left"}
             events.append(["unbookmark", slot])
             continue
         target, new, note = moved
