@@ -258,6 +258,13 @@ def test_duplicate_keys_and_a_callable_that_raises_key_error(tmp_path):
         assert Game(log, new).restore(position)["lines"] == new["a"][:position.step]
 
 
+def test_entering_a_node_the_content_lacks_is_refused(tmp_path):
+    with CheckpointLog.open(tmp_path / "l.log", content={"a": ["a0"]}) as log:
+        with pytest.raises(ValueError, match="'b' is not in the content"):
+            log.enter("b")
+        assert log.position is None
+
+
 def test_content_is_checked_before_anything_is_written(tmp_path):
     path = tmp_path / "bad.log"
     record_plain(path, {"a": ["a0", "a1"]}, 1)

@@ -159,6 +159,18 @@ def test_mutated_content_records_give_a_result_or_a_load_error(tmp_path_factory,
         log.flush()
     finally:
         log.file.close()
+    # The upgrade's own records mutated too.
+    try:
+        upgrade = MutatingLogFile(path, mutator(data))
+    except LoadError:
+        pass
+    else:
+        try:
+            CheckpointLog(upgrade, checkpoint_every=2, content=NEW).close()
+        except LoadError:
+            pass
+        finally:
+            upgrade.close()
     exercise(path, NEW if patched else OLD)
 
 

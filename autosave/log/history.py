@@ -205,6 +205,10 @@ class CheckpointLog:
         """Record the current content's fingerprint of ``name`` before a record of it
         is made, if the table does not hold it yet."""
         hashes = self._source.hashes(name)
+        if hashes is None:
+            # Its positions would be lost at once: a game entering a node it did not
+            # describe has a content bug, better found here than at a player's restore.
+            raise ValueError(f"node {name!r} is not in the content this log was opened with")
         fid = self._content.current.get(name)
         if fid is None or self._content.prints[fid][1] != hashes:
             fid = self._content.add(name, hashes)
