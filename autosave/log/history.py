@@ -228,7 +228,8 @@ class CheckpointLog:
     # -- play -----------------------------------------------------------------------------
 
     def enter(self, node, key=None):
-        """Begin node ``node``; ``key`` tells apart entries with different variables."""
+        """Begin node ``node``; ``key`` tells apart entries with different variables.
+        A log opened with content refuses (ValueError) a node the content lacks."""
         self.file.check_writable()
         if not isinstance(node, str) or not node:
             raise TypeError(f"a node name is a non-empty str, not {node!r}")
