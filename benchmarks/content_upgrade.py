@@ -2,6 +2,7 @@
 
     python benchmarks/content_upgrade.py             # median of 5 runs, ~10 s
     python benchmarks/content_upgrade.py --runs 3 --dir /some/disk --touched 0.1
+    python benchmarks/content_upgrade.py --nodes 1000 --steps 10
 
 The log: 100 nodes of 100 steps, a checkpoint at every step (checkpoint_every=1), a
 commit every 78 steps (as compare_log.py's open target), a bookmark every 50 steps, all
@@ -27,7 +28,8 @@ import time
 
 from autosave import CheckpointLog
 
-NODES, STEPS, COMMIT_EVERY, MARK_EVERY = 100, 100, 78, 50
+COMMIT_EVERY, MARK_EVERY = 78, 50
+NODES, STEPS = 100, 100       # set from --nodes and --steps
 
 
 def build(path, content):
@@ -71,7 +73,11 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dir", default=None)
     parser.add_argument("--touched", type=float, default=0.1)
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--steps", type=int, default=100, help="steps per node")
     args = parser.parse_args()
+    global NODES, STEPS
+    NODES, STEPS = args.nodes, args.steps
     rng = random.Random(17)
     content = {f"node{n}": [f"node{n}.line{i}" for i in range(STEPS)] for n in range(NODES)}
     new = patched(content, args.touched, rng)
