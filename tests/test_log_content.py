@@ -274,3 +274,28 @@ def test_content_is_checked_before_anything_is_written(tmp_path):
     with pytest.raises(TypeError, match="mapping"):
         CheckpointLog.open(path, content=["a"])
     assert path.read_bytes() == before
+
+
+def test_a_version_1_log_opens_with_content_and_follows_a_patch(tmp_path):
+    from test_log_file import write_version_1_log
+
+    path = tmp_path / "v1.log"
+    state = write_version_1_log(path)             # node "ch1", bookmark "a" at step 0
+    with CheckpointLog.open(path, content={"ch1": ["l0", "l1"]}, writable=False) as log:
+        assert log.upgrade_report.nodes["ch1"]["status"] == "adopted"
+        assert log.restore(log.bookmarks["a"].position) == state
+    with CheckpointLog.open(path, content={"ch1": ["l0", "l1"]}) as log:
+        log.step({"hp": 8})
+        log.bookmark("b")
+    with CheckpointLog.open(path, content={"ch1": ["new", "l0", "l1"]}) as log:
+        marks = log.upgrade_report.bookmarks
+        assert (marks["a"]["new"], marks["b"]["new"]) == (1, 2)
+        assert log.restore(log.bookmarks["b"].position, replay=lambda s, n: (s, n)) == (state, 2)
+    with CheckpointLog.open(path, content={"ch2": ["x"]}) as log:
+        assert log.upgrade_report.lost == ["a", "b"] and not log.bookmarks
+        log.enter("ch2")
+        log.step({"hp": 9})
+        log.bookmark("c")
+    with CheckpointLog.open(path, writable=False) as log:
+        assert sorted(log.bookmarks) == ["c"] and log.restore(log.bookmarks["c"].position) == {
+            "hp": 9}

@@ -154,7 +154,8 @@ def is_branch(records, record):
 @attrs.define
 class Report:
     """What opening with content changed. ``nodes``: name -> {"status": unchanged |
-    changed | removed | adopted | restored, "hash": new node hash, and for changed nodes
+    changed | removed | adopted (recorded without content), "hash": the new node hash,
+    and for changed nodes
     "steps": [[old, new or None], ...]}. ``bookmarks``: slot -> {"status": kept | moved
     | lost, "node", "old", "new", "note"}. ``reached_dropped``: reached keys of removed
     steps. ``records``: how many node records were remapped."""
