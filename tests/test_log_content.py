@@ -103,8 +103,9 @@ def play(data, log, story, game_steps):
     return marks
 
 
-def patch(data, story):
-    """(new story, nodes whose lines were moved as a block, removed nodes)."""
+def patch(data, story, tag):
+    """(new story, nodes whose lines were moved as a block, removed nodes); new lines
+    are named ``tag`` + a number, unique across patches."""
     new, moved, removed = {}, set(), set()
     fresh = 0
     for name, keys in story.items():
@@ -116,12 +117,12 @@ def patch(data, story):
             how = data.draw(st.sampled_from(["insert", "delete", "replace", "move"]))
             i = data.draw(st.integers(0, len(keys)), label="at")
             if how == "insert":
-                keys.insert(i, f"new{fresh}")
+                keys.insert(i, f"{tag}{fresh}")
                 fresh += 1
             elif how == "delete" and i < len(keys):
                 del keys[i]
             elif how == "replace" and i < len(keys):
-                keys[i] = f"new{fresh}"
+                keys[i] = f"{tag}{fresh}"
                 fresh += 1
             elif how == "move" and len(keys) > 2:
                 j = data.draw(st.integers(i, len(keys)), label="block end")
@@ -175,28 +176,32 @@ def test_bookmarks_follow_their_lines_across_a_patch(tmp_path_factory, data, sto
     with CheckpointLog.open(path, checkpoint_every=every, content=story,
                             deltas_per_snapshot=0 if snapshots else 64) as log:
         marks = play(data, log, story, data.draw(st.integers(1, 25), label="steps"))
-        old = {s: m.position for s, m in log.bookmarks.items()}
-    new, moved, removed = patch(data, story)
-    with CheckpointLog.open(path, checkpoint_every=every, content=new) as log:
-        check_upgraded(log, story, new, marks, moved, removed)
-        for slot, position in old.items():
-            if position.node in removed:       # never some other moment
-                with pytest.raises(LostPositionError, match="removed from the content"):
-                    log.restore(position, replay=Game(log, new).replay)
-        lost = {s for s in marks if marks[s]["node"] in removed}
-        # Play goes on under the new content, then the profile reopens unchanged.
-        if new:
-            Game(log, new).enter(sorted(new)[0])
-            log.bookmark("after")
-        kept = {s: log.bookmarks[s].position for s in log.bookmarks}
-    with CheckpointLog.open(path, checkpoint_every=every, content=new) as log:
-        assert {s: m.position for s, m in log.bookmarks.items()} == kept
-        assert not log.upgrade_report.records
-        assert all(e["status"] == "kept" for e in log.upgrade_report.bookmarks.values())
-        for slot in lost:
-            assert slot not in log.bookmarks
-    with CheckpointLog.open(path, writable=False) as log:       # no content: as recorded
-        assert {s: m.position for s, m in log.bookmarks.items()} == kept
+    # One patch, or two in a row (the second maps what the first already moved).
+    for round in range(data.draw(st.integers(1, 2), label="patches")):
+        with CheckpointLog.open(path, writable=False) as log:
+            old = {s: m.position for s, m in log.bookmarks.items()}
+        new, moved, removed = patch(data, story, f"r{round}.")
+        with CheckpointLog.open(path, checkpoint_every=every, content=new) as log:
+            check_upgraded(log, story, new, marks, moved, removed)
+            for slot, position in old.items():
+                if position.node in removed:       # never some other moment
+                    with pytest.raises(LostPositionError, match="removed from the content"):
+                        log.restore(position, replay=Game(log, new).replay)
+            game = Game(log, new)
+            marks = {s: game.restore(m.position) for s, m in log.bookmarks.items()}
+            # Play goes on under the new content, then the profile reopens unchanged.
+            if new and new[sorted(new)[0]]:
+                game.enter(sorted(new)[0])
+                log.bookmark(f"after{round}")
+                marks[f"after{round}"] = game.state
+            kept = {s: log.bookmarks[s].position for s in log.bookmarks}
+        with CheckpointLog.open(path, checkpoint_every=every, content=new) as log:
+            assert {s: m.position for s, m in log.bookmarks.items()} == kept
+            assert not log.upgrade_report.records
+            assert all(e["status"] == "kept" for e in log.upgrade_report.bookmarks.values())
+        with CheckpointLog.open(path, writable=False) as log:   # no content: as recorded
+            assert {s: m.position for s, m in log.bookmarks.items()} == kept
+        story = new
 
 
 def test_the_patched_story_example_runs():
