@@ -3,6 +3,7 @@
     autosave dump FILE [--out OUT]    a save as readable JSON
     autosave inspect FILE             a checkpoint log's history tree, checkpoints,
                                       bookmarks and sizes; or a save's sizes by class
+        [--content JSON]              and what that content would upgrade in the log
     autosave compat snapshot|check|verify   the release gate (autosave/compat/)
     autosave diff A B                 two saves compared by structure
 
