@@ -313,13 +313,12 @@ def plan(log, content):
         old_hashes.update(split(print_of(old)[1]))
     for name in names:
         hashes = print_of(new_fid[name])[1]
-        if hashes is None:
-            for record in records.values():
-                if record.name == name and record.fid is not None and \
-                        print_of(record.fid)[1] is not None:
-                    old_hashes.update(split(print_of(record.fid)[1]))
-        else:
+        if hashes is not None:
             new_hashes.update(split(hashes))
+    removed_fids = {r.fid for r in records.values()
+                    if r.fid is not None and print_of(new_fid[r.name])[1] is None}
+    for fid in removed_fids:
+        old_hashes.update(split(print_of(fid)[1] or b""))
     gone = old_hashes - new_hashes
     if gone:
         for key in sorted(log.reached, key=lambda k: (type(k).__name__, k)):
