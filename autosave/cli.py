@@ -3,6 +3,7 @@
     autosave dump FILE [--out OUT]    a save as readable JSON
     autosave inspect FILE             a checkpoint log's history tree, checkpoints,
                                       bookmarks and sizes; or a save's sizes by class
+        [--content JSON]              and what that content would upgrade in the log
     autosave compat snapshot|check|verify   the release gate (autosave/compat/)
     autosave diff A B                 two saves compared by structure
 
@@ -18,6 +19,7 @@ from .compat.cli import add_parsers as add_compat_parsers
 from .errors import LoadError
 from .format import MAGIC as SAVE_MAGIC
 from .format import to_jsonable
+from .log.content import read_content
 from .log.inspect import inspect_log, print_sizes_by_class
 from .log.inspect import text as printable
 from .log.records import MAGIC as LOG_MAGIC
@@ -43,7 +45,7 @@ def cmd_inspect(args):
     with open(args.file, "rb") as f:
         head = f.read(8)
     if head and LOG_MAGIC.startswith(head):     # a log, or the first bytes of one
-        inspect_log(args.file, args.top)
+        inspect_log(args.file, args.top, content=read_content(args.content))
     elif head.startswith(SAVE_MAGIC):
         with open(args.file, "rb") as f:
             data = f.read()
@@ -73,6 +75,9 @@ def build_parser():
                                          "by class. Read-only: nothing is cut or repaired.")
     inspect.add_argument("file", help="a checkpoint log or a file written by autosave.save")
     inspect.add_argument("--top", type=int, default=15, help="classes to list (default 15)")
+    inspect.add_argument("--content", metavar="JSON",
+                         help="for a log: what opening it with this content (a JSON object "
+                              "node -> [step key, ...]) would upgrade; nothing is written")
     inspect.set_defaults(run=cmd_inspect)
     add_compat_parsers(sub)
     return parser

@@ -107,3 +107,8 @@ class LogPoisonedError(LogUnusableError):
 class LogForkedError(LogUnusableError):
     """A checkpoint log writer used from a process other than the one that opened it
     (after ``fork()``); the child must open the log itself."""
+
+
+class LostPositionError(LoadError):
+    """A position (a bookmark's, the last one) in a node that the game's current content
+    no longer has: restoring it would give some other moment, so it is refused."""

@@ -61,6 +61,9 @@ def add_parsers(sub):
     verify.add_argument("--saves", action="append", required=True, metavar="PATH",
                         help="a save, or a directory searched recursively (repeatable)")
     verify.add_argument("--format", choices=FORMATS, default="human")
+    verify.add_argument("--content", metavar="JSON",
+                        help="the game's current content, {node: [step key, ...]}: every "
+                             "bookmark of every checkpoint log must restore under it")
     verify.set_defaults(run=cmd_verify)
 
     diff = sub.add_parser(
@@ -156,9 +159,10 @@ def cmd_verify(args):
     from . import live
     from .verify import BREAKING, CORRUPT, verify
     try:
+        from ..log.content import read_content
         live.import_packages(args.packages)
-        results = verify(args.saves)
-    except (CompatError, OSError) as e:
+        results = verify(args.saves, read_content(args.content))
+    except (CompatError, OSError, LoadError) as e:
         return fail("compat verify", e)
     writer = {"json": report.verify_json, "github": report.verify_github}.get(
         args.format, report.verify_text)

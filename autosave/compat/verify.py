@@ -55,14 +55,14 @@ def corpus_files(paths):
     return list(dict.fromkeys(out))
 
 
-def verify_file(path):
+def verify_file(path, content=None):
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         return FileResult(path, CORRUPT, type(e).__name__, e.strerror or str(e))
     if data.startswith(LOG_MAGIC):
-        return verify_log(path)
+        return verify_log(path, content)
     if not data.startswith(MAGIC):
         return FileResult(path, SKIPPED, None, "not an autosave save or checkpoint log")
     return verify_save(path, data)
@@ -87,15 +87,17 @@ def verify_save(path, data, where=""):
     return FileResult(path, OK)
 
 
-def verify_log(path):
-    """A checkpoint log: its globals and every checkpoint of every node are saves."""
+def verify_log(path, content=None):
+    """A checkpoint log: its globals and every checkpoint of every node are saves; with
+    ``content`` (node -> step keys), every bookmark also restores under it."""
     try:
         file = LogFile(path, writable=False)
     except LoadError as e:
         return FileResult(path, CORRUPT, type(e).__name__, str(e))
     with file:
         try:
-            log = CheckpointLog(file, checkpoint_every=1)      # loads the globals
+            # Loads the globals; with content, upgrades the history in memory only.
+            log = CheckpointLog(file, checkpoint_every=1, content=content)
         except FormatError as e:
             return FileResult(path, CORRUPT, type(e).__name__, str(e))
         except LoadError as e:
@@ -116,12 +118,27 @@ def verify_log(path):
                 if result.status != OK:
                     return result
                 checked += 1
-    return FileResult(path, OK, None, f"checkpoint log: {checked} checkpoints load")
+        message = f"checkpoint log: {checked} checkpoints load"
+        if content is not None:
+            lost = log.upgrade_report.lost
+            if lost:
+                return FileResult(path, INCOMPATIBLE, "LostPositionError",
+                                  f"the content removes the nodes of bookmarks "
+                                  f"{', '.join(map(repr, lost))}")
+            for slot, mark in log.bookmarks.items():
+                try:        # the checkpoint it restores from under the content
+                    log.restore(mark.position, replay=lambda state, steps: state)
+                except LoadError as e:
+                    return FileResult(path, CORRUPT, type(e).__name__,
+                                      f"bookmark {slot!r}: {e}")
+            message += f", {len(log.bookmarks)} bookmarks restore under the content"
+    return FileResult(path, OK, None, message)
 
 
-def verify(paths):
-    """One FileResult per file of the corpus; CorpusError when it holds no save."""
-    results = [verify_file(p) for p in corpus_files(paths)]
+def verify(paths, content=None):
+    """One FileResult per file of the corpus; CorpusError when it holds no save. With
+    ``content``, the bookmarks of every log must restore under it."""
+    results = [verify_file(p, content) for p in corpus_files(paths)]
     if not any(r.status != SKIPPED for r in results):
         raise CorpusError(f"{', '.join(map(str, paths))}: the corpus holds no autosave save")
     return results

@@ -3,8 +3,9 @@
 ``file`` is the storage layer (opening and recovery, commits, reading) over ``records``
 (the byte layout, docs/log-format.md) and ``ops`` (the system calls, which ``faults``
 replaces to inject failures); ``history`` the history tree, checkpoints, bookmarks,
-reached data and globals on top of it, rebuilt from the file by ``replay``; ``inspect``
-prints a log for ``autosave inspect``.
+reached data and globals on top of it, rebuilt from the file by ``replay``; ``content``
+the fingerprints of the game's content and the upgrade of a history to changed content;
+``inspect`` prints a log for ``autosave inspect``.
 """
 
 from ..errors import (LogClosedError, LogForkedError, LogPoisonedError, LogUnusableError,

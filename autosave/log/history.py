@@ -25,6 +25,7 @@ import attrs
 from ..errors import CorruptLogError, ReadOnlyLogError
 from ..files import dumps, loads
 from .file import PAYLOAD, LogFile
+from .content import Content, Table, check_restorable, is_branch, plan
 from .records import compress_checkpoint, inflate_checkpoint
 from .replay import Replay
 
@@ -57,10 +58,12 @@ class NodeRecord:
     last_step: int               # first_step - 1 while the record has no step
     checkpoints: dict = attrs.Factory(dict)   # step -> payload offset
     children: list = attrs.Factory(list)      # record ids, in creation order
+    fid: int | None = None       # the content fingerprint it was recorded against
 
     def row(self):
-        return [self.id, self.name, self.key, self.parent, self.parent_step, self.first_step,
-                self.last_step, pack_checkpoints(self.checkpoints)]
+        row = [self.id, self.name, self.key, self.parent, self.parent_step, self.first_step,
+               self.last_step, pack_checkpoints(self.checkpoints)]
+        return row if self.fid is None else [*row, self.fid]
 
 
 def pack_checkpoints(checkpoints):
@@ -116,13 +119,19 @@ class Reached:
     def __len__(self):
         return len(self._keys)
 
+    def _drop(self, key):
+        """Forget a key whose step the content removed (an upgrade's "unreach")."""
+        self._keys.discard(key)
+
 
 class CheckpointLog:
     """One player profile's whole history. See the module docstring and docs/log-format.md."""
 
-    def __init__(self, file, checkpoint_every, decode_globals=True):
+    def __init__(self, file, checkpoint_every, decode_globals=True, content=None):
         """A history over an open LogFile. With ``decode_globals=False`` the globals
-        stay undecoded bytes (``globals`` is None): nothing the file names is built."""
+        stay undecoded bytes (``globals`` is None): nothing the file names is built.
+        ``content`` (node -> step keys, or a callable) upgrades the history to it: see
+        autosave/log/content.py and ``upgrade_report``."""
         if not isinstance(checkpoint_every, int) or checkpoint_every < 1:
             file.close()
             raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
@@ -140,8 +149,14 @@ class CheckpointLog:
         self._current = None         # NodeRecord
         self._step = None            # current step in it (first_step - 1 before the first)
         self._reentered = False      # entered an existing record: its first step is reused
+        self._content = Table()      # content fingerprints (content.py)
+        self._source = None
+        self.upgrade_report = None   # what opening with ``content`` changed (content.Report)
         try:
             Replay(self).run(decode_globals)
+            if content is not None:
+                self._source = Content(content)
+                self._upgrade()
         except BaseException:
             file.close()
             raise
@@ -151,10 +166,53 @@ class CheckpointLog:
             self.globals = _FrozenDict(self.globals, file.path)
 
     @classmethod
-    def open(cls, path, checkpoint_every=10, *, writable=True, **file_options):
+    def open(cls, path, checkpoint_every=10, *, writable=True, content=None, **file_options):
         """Open (or create) the log at ``path`` for writing (one writer at a time), or
-        with ``writable=False`` for reading: then every mutation raises ReadOnlyLogError."""
-        return cls(LogFile(path, writable=writable, **file_options), checkpoint_every)
+        with ``writable=False`` for reading: then every mutation raises ReadOnlyLogError.
+
+        ``content``: the game's content, node name -> [step key, ...] (or a callable
+        node -> keys, None for a node it no longer has). A history recorded against
+        other content is upgraded to it, in one commit: see ``upgrade_report``."""
+        return cls(LogFile(path, writable=writable, **file_options), checkpoint_every,
+                   content=content)
+
+    def _upgrade(self):
+        """Map the history onto the current content (content.plan), apply the events
+        as a reopen would replay them, and commit them (a reader keeps them in memory)."""
+        for record in self.records.values():
+            self._source.hashes(record.name)     # the game's content errors are its own
+        replay = Replay(self)
+        # Whatever the history holds (it may be forged), planning gives events or a
+        # CorruptLogError, as replaying does.
+        found = []
+        replay.guard(self.file.slot.meta, lambda: found.extend(plan(self, self._source)))
+        events, self.upgrade_report = found
+        if events:
+            replay.guard(self.file.slot.meta, replay.events, events)
+            replay.guard(self.file.slot.meta, replay.check_history)
+            self._events.extend(events)
+            if self.file.writable:
+                try:
+                    self.flush()
+                except OSError:
+                    # Rolled back (a full disk): nothing is lost, the events stay pending
+                    # for the next flush, and the profile still opens. A poisoned writer
+                    # is unusable: the caller reopens.
+                    if self.file.poisoned:
+                        raise
+
+    def _declare(self, name):
+        """Record the current content's fingerprint of ``name`` before a record of it
+        is made, if the table does not hold it yet."""
+        hashes = self._source.hashes(name)
+        if hashes is None:
+            # Its positions would be lost at once: a game entering a node it did not
+            # describe has a content bug, better found here than at a player's restore.
+            raise ValueError(f"node {name!r} is not in the content this log was opened with")
+        fid = self._content.current.get(name)
+        if fid is None or self._content.prints[fid][1] != hashes:
+            fid = self._content.add(name, hashes)
+            self._events.append(["content", fid, name, hashes])
 
     @property
     def recovered(self):
@@ -170,7 +228,8 @@ class CheckpointLog:
     # -- play -----------------------------------------------------------------------------
 
     def enter(self, node, key=None):
-        """Begin node ``node``; ``key`` tells apart entries with different variables."""
+        """Begin node ``node``; ``key`` tells apart entries with different variables.
+        A log opened with content refuses (ValueError) a node the content lacks."""
         self.file.check_writable()
         if not isinstance(node, str) or not node:
             raise TypeError(f"a node name is a non-empty str, not {node!r}")
@@ -178,6 +237,8 @@ class CheckpointLog:
             raise TypeError(f"a node key is None, bool, int, str or bytes, not {type(key).__name__}")
         _check_key(key, "a node key")
         node = str(node)
+        if self._source is not None:
+            self._declare(node)
         parent = self._current
         siblings = parent.children if parent is not None else self.roots
         for rid in siblings:
@@ -235,11 +296,20 @@ class CheckpointLog:
         ``replay(state, steps)``, which must re-execute ``steps`` steps without calling
         ``step()`` and return the resulting state."""
         record = self._record_at(position)
-        at = [s for s in record.checkpoints if s <= position.step]
-        if not at:
-            raise ValueError(f"{position} is before the first step of its record")
+        check_restorable(self, record)
+        # The nearest checkpoint at or before the position; an upgrade may have dropped
+        # those of a branch (content.py), then its parent records in the node have one.
+        holder, step = record, position.step
+        while True:
+            at = [s for s in holder.checkpoints if s <= step]
+            if at or not is_branch(self.records, holder):
+                break
+            holder, step = self.records[holder.parent], holder.parent_step
+        if not at:            # only a forged file: every record of a node starts with one
+            raise CorruptLogError(f"{self.file.path}: no checkpoint at or before {position} "
+                                  f"in record #{holder.id} or the records it branches from")
         base = max(at)
-        offset = record.checkpoints[base]
+        offset = holder.checkpoints[base]
         kind, payload = self.file.read(offset)
         if kind != PAYLOAD:
             raise CorruptLogError(f"{self.file.path}: the checkpoint at offset {offset} is a "
@@ -369,7 +439,8 @@ class CheckpointLog:
     def _new_record(self, name, key, parent, first_step):
         rid = len(self.records)
         record = NodeRecord(rid, name, key, parent.id if parent else None,
-                            self._step if parent else None, first_step, first_step - 1)
+                            self._step if parent else None, first_step, first_step - 1,
+                            fid=self._content.current.get(name))
         self.records[rid] = record
         (parent.children if parent else self.roots).append(rid)
         self._events.append(["node", rid, name, key, record.parent, record.parent_step,
@@ -384,7 +455,8 @@ class CheckpointLog:
         return record
 
     def _state(self, saved_globals, at):
-        return {
+        content = {"content": self._content.rows()} if self._content.prints else {}
+        return {**content,
             "records": [r.row() for r in self.records.values()],
             "bookmarks": [[slot, b.position.record, b.position.step, b.description, b.created,
                            b.screenshot_offset] for slot, b in self._bookmarks.items()],

@@ -27,7 +27,9 @@ def text(value):
     return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], value)
 
 
-def inspect_log(path, top, out=None):
+def inspect_log(path, top, out=None, content=None):
+    """Print the log at ``path``; with ``content`` (node -> step keys) also what opening
+    it with that content would upgrade (nothing is written)."""
     out = out or sys.stdout
 
     def say(line=""):
@@ -35,7 +37,7 @@ def inspect_log(path, top, out=None):
 
     file = LogFile(path, writable=False)
     with file:
-        log = CheckpointLog(file, checkpoint_every=1, decode_globals=False)
+        log = CheckpointLog(file, checkpoint_every=1, decode_globals=False, content=content)
         records = log.records
         say(f"{text(path)}: checkpoint log, {file.end:,} committed bytes in "
             f"{file.block_size}-byte blocks, {file.slot.seq} commits")
@@ -50,7 +52,7 @@ def inspect_log(path, top, out=None):
         for slot, mark in log.bookmarks.items():
             marks.setdefault(mark.position.record, []).append(
                 f"{text(slot)}@{mark.position.step}")
-        say("history:")
+        say("history:" if content is None else "history, as upgraded to the content given:")
         # Depth-first, children in creation order, with an explicit stack: a history
         # may nest as deep as the game likes.
         stack = [(rid, 1) for rid in reversed(log.roots)]
@@ -70,6 +72,12 @@ def inspect_log(path, top, out=None):
                     if mark.screenshot_offset else "")
             say(f"  {text(slot)}: {text(mark.position.node)} step {mark.position.step} "
                 f"(#{mark.position.record}) {mark.description!r} {when(mark.created)}{shot}")
+        table = log._content
+        if table.prints:
+            say(f"content: {len(table.current)} nodes fingerprinted, {len(table.prints)} "
+                f"fingerprints recorded")
+        if log.upgrade_report is not None:
+            print_report(log.upgrade_report, say)
         say(f"reached: {len(log.reached)} keys; globals: {len(log._saved_globals):,} bytes "
             f"(not loaded)")
         # Each record read once, however many events name it: the reading stays within
@@ -91,6 +99,23 @@ def inspect_log(path, top, out=None):
             except LoadError as e:
                 raise FormatError(f"the checkpoint at offset {newest} does not decode: {e}") \
                     from None
+
+
+def print_report(report, say):
+    """What an upgrade to the content given does, per node and per bookmark."""
+    say("upgrade to the content given:")
+    for name, node in sorted(report.nodes.items()):
+        steps = node.get("steps")
+        mapping = (" steps " + " ".join(f"{old}->{'x' if new is None else new}"
+                                         for old, new in steps)) if steps else ""
+        say(f"  node {text(name)}: {node['status']}{mapping}")
+    for slot, mark in sorted(report.bookmarks.items()):
+        where = (f"step {mark['old']}" if mark["status"] != "moved"
+                 else f"step {mark['old']} -> {mark['new']}")
+        note = f" ({mark['note']})" if mark["note"] else ""
+        say(f"  bookmark {text(slot)}: {mark['status']}, {text(mark['node'])} {where}{note}")
+    if report.reached_dropped:
+        say(f"  reached keys dropped: {len(report.reached_dropped)}")
 
 
 def tree_line(records, rid, depth, marks):

@@ -14,6 +14,7 @@ from array import array
 
 from ..errors import CorruptLogError, LoadError
 from ..files import collector_paused, loads
+from .content import is_branch
 
 PLAIN_KEYS = (type(None), bool, int, str, bytes)
 REACHED_KEYS = {type(None), int, str, bytes}
@@ -36,7 +37,9 @@ class Replay:
         self.handlers = {"node": (self.node, 6), "steps": (self.steps, 2),
                          "checkpoint": (self.checkpoint, 3), "bookmark": (self.bookmark, 6),
                          "unbookmark": (self.unbookmark, 1), "reached": (self.reached, 1),
-                         "globals": (self.globals, 1), "at": (self.at, 2)}
+                         "globals": (self.globals, 1), "at": (self.at, 2),
+                         "content": (self.content, 3), "remap": (self.remap, 6),
+                         "unreach": (self.unreach, 1)}
 
     def run(self, decode_globals):
         # Hundreds of thousands of small objects that all live on: collecting them over
@@ -98,18 +101,27 @@ class Replay:
             handler[0](*event[1:])
 
     def snapshot(self, state):
-        if type(state) is not dict or set(state) != {"records", "bookmarks", "reached",
-                                                     "globals", "at"}:
+        if type(state) is not dict or set(state) - {"content"} != {
+                "records", "bookmarks", "reached", "globals", "at"}:
             raise Invalid("the snapshot is not a map of records, bookmarks, reached, "
-                          "globals and at")
+                          "globals, at and content")
         rows, marks, reached = state["records"], state["bookmarks"], state["reached"]
         if type(rows) is not list or type(marks) is not list or type(reached) is not list:
             raise Invalid("records, bookmarks and reached are lists")
+        prints = state.get("content", [])
+        if type(prints) is not list:
+            raise Invalid("the content table is not a list")
+        for row in prints:
+            if type(row) is not list or len(row) != 3:
+                raise Invalid(f"a content row is not 3 fields: {_brief(row)}")
+            self.content(*row)
         for row in rows:
-            if type(row) is not list or len(row) != 8:
-                raise Invalid(f"a record row is not 8 fields: {_brief(row)}")
+            if type(row) is not list or len(row) not in (8, 9):
+                raise Invalid(f"a record row is not 8 or 9 fields: {_brief(row)}")
             self.node(*row[:6])
             record = self.records[row[0]]
+            # As written: a row without one was recorded without content.
+            record.fid = self.fingerprint(row[8], record) if len(row) == 9 else None
             self.steps(row[0], row[6])
             checkpoints = self.row_checkpoints(row[0], row[7], record)
             record.checkpoints = checkpoints
@@ -180,7 +192,9 @@ class Replay:
             siblings = self.record(parent).children
             if type(parent_step) is not int:
                 raise Invalid(f"the parent step of node record {rid} is not an int")
-        self.records[rid] = self.log._make_record(rid, name, key, parent, parent_step, first)
+        record = self.log._make_record(rid, name, key, parent, parent_step, first)
+        record.fid = self.log._content.current.get(name)
+        self.records[rid] = record
         siblings.append(rid)
 
     def steps(self, rid, last):
@@ -217,6 +231,45 @@ class Replay:
             raise Invalid("a deleted bookmark slot is not a str")
         self.log._bookmarks.pop(slot, None)
 
+    def content(self, fid, name, hashes):
+        table = self.log._content
+        if type(fid) is not int or fid != len(table.prints):
+            raise Invalid(f"content fingerprint {_brief(fid)} out of order")
+        if type(name) is not str or not name:
+            raise Invalid(f"the node of content fingerprint {fid} is not a non-empty str")
+        if not (hashes is None or type(hashes) is bytes and len(hashes) % 8 == 0):
+            raise Invalid(f"content fingerprint {fid} is not 8-byte step hashes or nil")
+        table.add(name, hashes)
+
+    def fingerprint(self, fid, record):
+        prints = self.log._content.prints
+        if type(fid) is not int or not 0 <= fid < len(prints):
+            raise Invalid(f"record {record.id} names content fingerprint {_brief(fid)}, "
+                          f"which does not exist")
+        if prints[fid][0] != record.name:
+            raise Invalid(f"record {record.id} names the content fingerprint of another node")
+        return fid
+
+    def remap(self, rid, fid, first, last, parent_step, checkpoints):
+        """A record's geometry under the content fingerprint ``fid`` (an upgrade)."""
+        record = self.record(rid)
+        if fid is not None:
+            fid = self.fingerprint(fid, record)
+        if type(first) is not int or first < 0 or type(last) is not int or last < first - 1:
+            raise Invalid(f"the remapped steps of record {rid} are not ints first >= 0, "
+                          f"last >= first - 1")
+        if (parent_step is None) != (record.parent is None) or not (
+                parent_step is None or type(parent_step) is int):
+            raise Invalid(f"the remapped parent step of record {rid} does not fit its parent")
+        record.checkpoints = self.row_checkpoints(rid, checkpoints, record)
+        record.fid, record.first_step, record.last_step = fid, first, last
+        record.parent_step = parent_step
+
+    def unreach(self, key):
+        if type(key) not in REACHED_KEYS:
+            raise Invalid(f"a dropped reached key is a {type(key).__name__}")
+        self.log.reached._drop(key)
+
     def reached(self, key):
         if type(key) not in REACHED_KEYS:
             raise Invalid(f"a reached key is a {type(key).__name__}")
@@ -246,7 +299,10 @@ class Replay:
                 if not parent.first_step - 1 <= record.parent_step <= parent.last_step:
                     raise Invalid(f"record {record.id} branches from step "
                                   f"{record.parent_step}, outside record {parent.id}")
-            if last >= first and first not in record.checkpoints:
+            # A branch whose first checkpoint an upgrade dropped restores from its
+            # parent record in the same node (content.py); any other record needs one.
+            if last >= first and first not in record.checkpoints and not is_branch(
+                    records, record):
                 raise Invalid(f"record {record.id} has no checkpoint at its first step")
         for slot, mark in self.log._bookmarks.items():
             record = records[mark.position.record]
