@@ -12,6 +12,7 @@ from .errors import (
     CoroutineError,
     CorruptLogError,
     FormatError,
+    LostPositionError,
     IncompatibleSaveError,
     LoadError,
     SaveError,
@@ -32,7 +33,8 @@ __all__ = [
     "CheckpointLog", "Position", "Bookmark", "LogLockedError", "LogUnusableError",
     "LogClosedError", "LogPoisonedError", "LogForkedError", "ReadOnlyLogError",
     "SaveError", "LoadError", "FormatError", "UntrustedTypeError",
-    "IncompatibleSaveError", "CorruptLogError", "StaleGeneratedCodeError", "CoroutineError",
+    "IncompatibleSaveError", "CorruptLogError", "LostPositionError", "StaleGeneratedCodeError",
+    "CoroutineError",
     "ChecksumError", "TruncatedSaveError",
 ]
 
