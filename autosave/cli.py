@@ -12,6 +12,7 @@ Neither builds objects or imports anything a file names, so both are safe on any
 
 import argparse
 import json
+import os
 import sys
 
 from . import __version__
@@ -88,6 +89,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         status = args.run(args)
+    except BrokenPipeError:
+        # the reader went away (``autosave inspect log | head``): not an error of ours;
+        # point stdout at nothing so the interpreter's final flush stays quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (LoadError, OSError) as e:
         print(_one_line(f"autosave {args.command}: {getattr(args, 'file', '')}: {e}"),
               file=sys.stderr)
