@@ -71,7 +71,7 @@ class DirectWalker(Walker):
         finally:
             sys.setrecursionlimit(limit)
             self.handlers = self.memo = self.keep = self.weak = self.structure = None
-            self.root = self.stack = self.direct = self.visit = self.ref = None
+            self.root = self.stack = self.direct = self.visit = self.ref = self.order = None
 
     def _run_direct(self, root):
         self.root = root

@@ -21,13 +21,14 @@ from itertools import chain
 
 from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
-from .adapters.containers import flat_items, ordered_members
+from .adapters.containers import flat_items
 from .adapters.exceptions import EXCEPTION
 from .adapters.stdlib import BIG_INT
 from .adapters.weak import WeakAdapter
 from .coroutines.runtime import RUNNING, Coroutine
 from .errors import SaveError
 from .format import ABSENT, STATE_FIELDS
+from .order import SetOrder
 from .registry import REGISTRY, SAFE_STDLIB_NAMES
 from .schema import BUILTIN_BASES, schema_of, solid_base
 
@@ -71,6 +72,7 @@ class Walker:
         self.root = None
         self.structure = None    # id -> structural index, see structural_index()
         self.closes_cycle = [False]   # set by mention() while a record refers to a later one
+        self.order = SetOrder(self.memo, self.structural_index)
         self.mention, self.refs = self._make_mention()
 
     def _make_mention(self):
@@ -115,7 +117,7 @@ class Walker:
             # find): drop everything that points into the graph now, not at the next
             # collection.
             self.handlers = self.memo = self.keep = self.weak = self.structure = None
-            self.root = self.stack = None
+            self.root = self.stack = self.order = None
 
     def _run(self, root):
         self.root = root
@@ -242,8 +244,8 @@ class Walker:
         if cls is dict:
             return lambda obj: refs(t, chain.from_iterable(obj.items()))
         if cls is set or cls is frozenset:
-            written_index, structural_index = self.written_index, self.structural_index
-            return lambda obj: refs(t, ordered_members(obj, written_index, structural_index))
+            order = self.order
+            return lambda obj: refs(t, order(obj))
         keep = self.keep.append
 
         def save_parts(obj):
@@ -326,10 +328,6 @@ class Walker:
                 queue.extend(c for c in children if c.__class__ not in PRIMITIVES)
         return self.structure.get(id(obj), len(self.structure))
 
-    def written_index(self, obj):
-        cell = self.memo.get(id(obj))
-        return cell[0] if cell is not None and cell[0].__class__ is int else None
-
     def save_weak(self, adapter, obj):
         """Walk the strong parts now; write the entries once the walk shows which weak
         targets were saved (write_weak)."""
@@ -358,7 +356,10 @@ class Walker:
         payload = []
         prims = self.prims
         for there, strong in saved:
-            strong = [v if v.__class__ in prims else ref(memo[id(v)][0]) for v in strong]
+            # The same inline test as mention(): an int that fits is inline even
+            # where wide ints are records.
+            strong = [v if v.__class__ in prims or v.__class__ is int and _INT_MIN <= v < _INT_END
+                      else ref(memo[id(v)][0]) for v in strong]
             payload.extend(adapter.payload(strong, ref(there)))
         if adapter.keeps_dead and not saved:
             payload.append(None)
@@ -443,8 +444,7 @@ class Walker:
             else:
                 values.extend(d.values())
         if schema.base is not None:
-            values.extend(base_payload(schema.base, obj, self.written_index,
-                                       self.structural_index))
+            values.extend(base_payload(schema.base, obj, self.order))
             self.keep.append(values)
         return self.refs(t, values)
 
@@ -459,7 +459,7 @@ def finished(rec, built_at, here):
             if c.__class__ is list and c[0].__class__ is int else c for c in rec]
 
 
-def base_payload(base, obj, written_index, structural_index):
+def base_payload(base, obj, order):
     if base is list or base is tuple:
         return base.__iter__(obj)
     if base is deque:
@@ -467,7 +467,7 @@ def base_payload(base, obj, written_index, structural_index):
     if base is dict:
         return flat_items(dict(dict.items(obj)))
     if base is set or base is frozenset:
-        return ordered_members(base(base.__iter__(obj)), written_index, structural_index)
+        return order(base(base.__iter__(obj)))
     if base is str:
         return [str.__getitem__(obj, slice(None))]
     if base is int:
