@@ -80,8 +80,7 @@ class DirectWalker(Walker):
         else:
             root_value = self.visit(root)
         records = self.records
-        for holder, adapter, entries in self.weak:
-            self.write_weak(holder, adapter, entries)
+        self.write_weak_entries()
         if root_value.__class__ is list:
             root_value = [root_value[0] - len(records)]
         return self.types, records, root_value

@@ -70,6 +70,7 @@ class Walker:
         # reduce arguments, adapter part lists) are kept here by the handler that made them.
         self.keep = []
         self.root = None
+        self.current = None      # the object a failure outside its handler is about
         self.structure = None    # id -> structural index, see structural_index()
         self.closes_cycle = [False]   # set by mention() while a record refers to a later one
         self.order = SetOrder(self.memo, self.structural_index)
@@ -112,6 +113,16 @@ class Walker:
     def run(self, root):
         try:
             return self._run(root)
+        except (SaveError, MemoryError):
+            raise
+        except Exception as e:
+            # Handler failures are turned into SaveError where they happen; anything
+            # else (the weak-entry pass, a defect of autosave's own) still names the
+            # object it was at, never escapes as a bare KeyError.
+            at = self.current
+            raise SaveError(f"{type(at).__qualname__} could not be saved: "
+                            f"{type(e).__name__}: {e}",
+                            find_path(root, at) if at is not None else "root") from e
         finally:
             # The handlers are bound to this walker (a cycle the collector would have to
             # find): drop everything that points into the graph now, not at the next
@@ -161,11 +172,16 @@ class Walker:
             else:                            # nothing to wait for: rec is final as built
                 cell[0] = len(records)
                 emit(rec)
-        for holder, adapter, entries in self.weak:
-            self.write_weak(holder, adapter, entries)
+        self.write_weak_entries()
         if root_value.__class__ is list:
             root_value = [root_value[0] - len(records)]
         return self.types, records, root_value
+
+    def write_weak_entries(self):
+        for holder, adapter, entries in self.weak:
+            self.current = holder
+            self.write_weak(holder, adapter, entries)
+        self.current = None
 
     def value(self, v):
         return v if v.__class__ in self.prims else self.mention(v)

@@ -342,3 +342,53 @@ def test_a_member_holding_a_million_long_chain_is_digested_without_recursion():
 def test_sets_of_only_plain_values_still_sort_by_value():
     data = autosave.dumps({"b", "a", "c"})
     assert data.index(b"\xa1a") < data.index(b"\xa1b") < data.index(b"\xa1c")
+
+
+# -- nothing but SaveError escapes dumps -------------------------------------------------
+
+def test_small_int_keys_of_a_weak_value_dict_beside_a_wide_int():
+    n = Node(a="target")
+    graph = [2 ** 100, n, weakref.WeakValueDictionary({1: n, "k": n})]
+    loaded = autosave.loads(dumps_twice(graph))
+    assert loaded[0] == 2 ** 100 and dict(loaded[2]) == {1: loaded[1], "k": loaded[1]}
+
+
+def test_a_defect_outside_the_handlers_is_a_save_error_with_the_path(monkeypatch):
+    from autosave.adapters.weak import WeakValueDictionaryAdapter
+
+    def broken(self, strong, target):
+        raise KeyError("a defect")
+    monkeypatch.setattr(WeakValueDictionaryAdapter, "payload", broken)
+    n = Node(a="target")
+    graph = {"objs": [n], "cache": weakref.WeakValueDictionary({1: n})}
+    try:
+        autosave.dumps(graph)
+    except autosave.SaveError as e:
+        assert e.path == "root['cache']" and "KeyError" in str(e)
+    else:
+        raise AssertionError("dumps did not fail")
+
+
+weak_graphs = st.recursive(
+    st.one_of(st.integers(-(2 ** 80), 2 ** 80), st.text(max_size=3), st.none(),
+              st.builds(Node, a=st.integers(-2, 2))),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.builds(Node, a=inner, b=inner)),
+    max_leaves=12)
+
+
+@settings(max_examples=max(100, FUZZ), derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(weak_graphs, st.data())
+def test_weak_containers_next_to_anything_save_or_fail_with_save_error(graph, data):
+    objs = [graph] if not isinstance(graph, list) else graph
+    targets = [o for o in objs if isinstance(o, Node)]
+    keys = data.draw(st.lists(st.one_of(st.integers(-(2 ** 70), 2 ** 70), st.text(max_size=2)),
+                              min_size=len(targets), max_size=len(targets), unique=True))
+    root = [objs, weakref.WeakValueDictionary(dict(zip(keys, targets))),
+            weakref.WeakSet(targets), weakref.WeakKeyDictionary({t: k for t, k in zip(targets, keys)})]
+    try:
+        data_ = dumps_twice(root)
+    except autosave.SaveError:
+        return
+    loaded = autosave.loads(data_)          # holds the targets: the entries live
+    assert len(loaded[1]) == len(loaded[2]) == len(loaded[3]) == len(targets)
