@@ -39,6 +39,8 @@ _INT_MIN, _INT_END = -(2 ** 63), 2 ** 64
 _FINISH = object()   # stack marker: below it the cell, record and build-time length of a
                      # record whose children are now emitted
 
+STOP = object()      # stack marker: drain() returns when it pops it (its cell says so)
+
 _UNSAVEABLE = {
     types.GeneratorType: "a plain generator; decorate its function with @autosave.coroutine "
                          "to make it saveable, or mark the field autosave.transient",
@@ -58,8 +60,8 @@ class Walker:
         self.types = []          # [name, version, [fields]]
         self.type_index = {}     # adapter or (class, shape) -> index
         self.records = []
-        self.memo = {}           # id(obj) -> its cell: [None] unvisited, [False] in progress,
-                                 #                      [index] once its record is emitted
+        self.memo = {id(STOP): [STOP]}   # id(obj) -> its cell: [None] unvisited, [False] in
+                                 # progress, [index] once its record is emitted
         self.stack = []
         self.weak = []           # (holder, adapter, [(strong values, target)]): see write_weak
         self.handlers = {}       # class -> fn(obj) -> record
@@ -133,6 +135,17 @@ class Walker:
     def _run(self, root):
         self.root = root
         root_value = self.value(root)
+        self.drain()
+        records = self.records
+        self.write_weak_entries()
+        if root_value.__class__ is list:
+            root_value = [root_value[0] - len(records)]
+        return self.types, records, root_value
+
+    def drain(self):
+        """Visit what the stack holds, and everything it reaches; stop early at a
+        ``STOP`` marker (where a recursive walk handed its deepest objects over)."""
+        root = self.root
         stack, memo, records = self.stack, self.memo, self.records
         handlers, pop, emit = self.handlers, self.stack.pop, records.append
         closes_cycle = self.closes_cycle
@@ -147,6 +160,8 @@ class Walker:
                 continue
             cell = memo[id(obj)]
             if cell[0] is not None:          # visited through another path meanwhile
+                if cell[0] is STOP:
+                    return
                 continue
             cell[0] = False
             base = len(stack)
@@ -172,10 +187,6 @@ class Walker:
             else:                            # nothing to wait for: rec is final as built
                 cell[0] = len(records)
                 emit(rec)
-        self.write_weak_entries()
-        if root_value.__class__ is list:
-            root_value = [root_value[0] - len(records)]
-        return self.types, records, root_value
 
     def write_weak_entries(self):
         for holder, adapter, entries in self.weak:

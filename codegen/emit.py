@@ -131,18 +131,18 @@ class ModuleWriter:
             f"    t = walker.index_of(({alias}, _SLOTS_{name}), {schema.name!r}, "
             f"{schema.version}, _SLOTS_{name})",
             "    records, memo, visit = walker.records, walker.memo, walker.visit",
-            "    memo_get, direct_get = memo.get, walker.direct.get",
+            "    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit",
             "    append = records.append",
             f"    unset_slot = walker.fallback_for({alias})",
             "",
-            "    def save(obj, cell):",
+            "    def save(obj, cell, depth):",
             "        try:",
         ]
         for n, s in zip(names, slots):
             out.append(f"            {n} = {attr('obj', s)}")
         out += [
             "        except AttributeError:      # an unset slot: reflection writes its marker",
-            "            return unset_slot(obj, cell)",
+            "            return unset_slot(obj, cell, depth)",
             "        cell[0] = False",
         ]
         refs = []
@@ -158,10 +158,10 @@ class ModuleWriter:
                 "                if c is None:",
                 f"                    c = memo[id({n})] = [None]",
                 f"                handler = direct_get({n}.__class__)",
-                "                if handler is None:",
-                f"                    visit({n}, c)",
+                "                if handler is None or depth >= limit:",
+                f"                    visit({n}, c, depth)",
                 "                else:",
-                f"                    handler({n}, c)",
+                f"                    handler({n}, c, depth + 1)",
                 f"            {n} = c",
             ]
             refs.append(n)
@@ -236,7 +236,7 @@ class ModuleWriter:
             f'    """{schema.name}, version {schema.version}: fields in __dict__ order."""',
             "    ref, emit, index_of, shapes = walker.ref, walker.emitter(), walker.index_of, {}",
             "",
-            "    def save(obj, cell):",
+            "    def save(obj, cell, depth):",
             "        d = obj.__dict__",
             "        shape = tuple(d)",
             "        t = shapes.get(shape)",
@@ -244,7 +244,7 @@ class ModuleWriter:
             f"            t = shapes[shape] = index_of(({alias}, shape), {schema.name!r}, "
             f"{schema.version}, shape)",
             "        cell[0] = False",
-            "        emit(cell, t, [v if v.__class__ in _INLINE else ref(v) for v in d.values()])",
+            "        emit(cell, t, [v if v.__class__ in _INLINE else ref(v, depth) for v in d.values()])",
             "    return save",
             "",
             "",

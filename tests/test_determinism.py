@@ -392,3 +392,73 @@ def test_weak_containers_next_to_anything_save_or_fail_with_save_error(graph, da
         return
     loaded = autosave.loads(data_)          # holds the targets: the entries live
     assert len(loaded[1]) == len(loaded[2]) == len(loaded[3]) == len(targets)
+
+
+# -- the direct engine goes deep without touching the recursion limit ---------------------
+
+def deep_graph(n):
+    chain = None
+    for i in range(n):
+        chain = Node(a=chain, b=[i] if i % 3 else {"k": i})
+    nested = []
+    for _ in range(n // 2):
+        nested = [nested]
+    return [chain, nested, (chain, nested)]
+
+
+def test_overlapping_saves_in_threads_leave_the_recursion_limit_alone():
+    import threading
+    limit = sys.getrecursionlimit()
+    seen, results, stop = set(), {}, threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            seen.add(sys.getrecursionlimit())
+
+    def save(name, n):
+        results[name] = autosave.dumps(deep_graph(n))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    savers = [threading.Thread(target=save, args=(f"t{i}", 8000 + 1000 * i)) for i in range(3)]
+    for t in savers:
+        t.start()
+    for t in savers:
+        t.join()
+    stop.set()
+    watcher.join()
+    assert seen == {limit} and sys.getrecursionlimit() == limit
+    assert sorted(results) == ["t0", "t1", "t2"]
+    for i in range(3):
+        graph = deep_graph(8000 + 1000 * i)
+        assert results[f"t{i}"] == encode(*Walker(wide_ints=True).run(graph))
+    assert not [t for t in threading.enumerate() if t.name == "autosave-deep-save"]
+
+
+def test_deep_graphs_under_a_low_recursion_limit_give_the_reflective_bytes():
+    graph = deep_graph(3000)
+    expected = encode(*Walker(wide_ints=True).run(graph))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(__import__("inspect").stack()) + 150)
+    try:
+        direct = DirectWalker().run(graph)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert encode(*direct) == expected
+
+
+def test_a_failure_deep_in_a_worker_thread_is_a_save_error_with_its_path():
+    import threading
+    graph = deep_graph(5000)
+    graph[0].a.a.a.b = threading.Lock()        # not saveable, deep down the chain
+    bottom = graph[0]
+    for _ in range(4000):
+        bottom = bottom.a
+    bottom.b = (x for x in ())                 # a plain generator, 4,000 levels down
+    try:
+        autosave.dumps(graph)
+    except autosave.SaveError as e:
+        assert e.path.startswith("root[0].a.a.a.b") or ".a" * 4000 in e.path
+    else:
+        raise AssertionError("dumps did not fail")
+    assert not [t for t in threading.enumerate() if t.name == "autosave-deep-save"]
