@@ -120,21 +120,25 @@ class DirectWalker(Walker):
     # -- handlers ------------------------------------------------------------------------
 
     def direct_handler_for(self, cls):
+        if cls in REGISTRY.asset_classes:
+            # As the reflective walk does: the class's own handler (its checks, its
+            # type-table entry) only once an instance that is not an asset is met, so
+            # a class saved only as assets adds nothing to the type table.
+            return self.asset_or(lambda: self.object_handler_for(cls))
+        return self.object_handler_for(cls)
+
+    def object_handler_for(self, cls):
         factory = GENERATED.save_factory(cls)
         if factory is not None:
             # The reflective handler is made first, only for its checks (trust, C
             # layouts) and its type-table entry, so both paths agree on those.
             self.plain_handler_for(cls)
-            handler = factory(self)
-        elif cls is list or cls is tuple:
-            handler = self.direct_items(cls, iter)
-        elif cls is dict:
-            handler = self.direct_items(cls, _flat_dict)
-        else:
-            return self.wrap(self.handler_for(cls))   # handler_for checks assets itself
-        if cls in REGISTRY.asset_classes:
-            handler = self.asset_or(handler)
-        return handler
+            return factory(self)
+        if cls is list or cls is tuple:
+            return self.direct_items(cls, iter)
+        if cls is dict:
+            return self.direct_items(cls, _flat_dict)
+        return self.wrap(self.plain_handler_for(cls))
 
     def emitter(self):
         """emit(cell, t, parts): append the record of parts (values, or cells of
@@ -172,14 +176,18 @@ class DirectWalker(Walker):
             append(rec)
         return save_items
 
-    def asset_or(self, handler):
-        assets, asset_index = self.assets, []
+    def asset_or(self, make):
+        """A direct handler for a class with registered assets: the asset record for
+        an asset, else the handler ``make()`` returns, made at the first such object."""
+        assets, asset_index, handler = self.assets, [], []
         records = self.records
 
         def save_asset_or_object(obj, cell, depth):
             asset_id = assets.get(id(obj))
             if asset_id is None:
-                return handler(obj, cell, depth)
+                if not handler:
+                    handler.append(make())
+                return handler[0](obj, cell, depth)
             if not asset_index:
                 asset_index.append(self.index_of(ASSET))
             cell[0] = len(records)
