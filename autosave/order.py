@@ -12,7 +12,8 @@ set (docs/format.md, "Determinism"):
    set in the walk), a mark "k steps up" if it closes a cycle inside the member, else
    its own digest; the members of a nested set as the sorted digests of its members;
 4. members with equal digests by their place in a breadth-first walk from the root
-   that does not enter sets (``Walker.structural_index``).
+   that does not enter sets (``Walker.structural_index``), then by how the graph
+   refers to them (the type and position of every reference: ``referred_as``).
 
 Members still tied after that are interchangeable for everything the walk can see.
 
@@ -73,9 +74,11 @@ def sort_inline(members):
 class SetOrder:
     """Orders set members for one walk. ``memo`` is the walker's (id -> cell)."""
 
-    def __init__(self, memo, structural_index):
+    def __init__(self, memo, structural_index, root):
         self.memo = memo
         self.structural_index = structural_index
+        self.root = root             # () -> the walk's root
+        self.referrers = None        # id -> ["type key@position", ...], see referred_as
         self.stable = {}       # id -> digest that holds for the whole save
         self.keep = []         # objects made for digests (states, reduce parts) stay alive
                                # while their ids are keys of ``stable``
@@ -105,8 +108,8 @@ class SetOrder:
             keyed = [(self.digest(m, local), m) for m in objects]
             keyed.sort(key=_first)
             if len({d for d, _ in keyed}) < len(keyed):
-                index = self.structural_index
-                keyed.sort(key=lambda dm: (dm[0], index(dm[1])))
+                index, referred_as = self.structural_index, self.referred_as
+                keyed.sort(key=lambda dm: (dm[0], index(dm[1]), referred_as(dm[1])))
             out += [m for _, m in keyed]
         return out
 
@@ -198,6 +201,33 @@ class SetOrder:
                 if frame[7]:
                     parent[7] = True
         return result
+
+
+    def referred_as(self, obj):
+        """How the graph refers to obj: the sorted type keys and positions of every
+        reference to it (computed for the whole graph once, at the first tie)."""
+        if self.referrers is None:
+            self.referrers = self.collect_referrers()
+        return sorted(self.referrers.get(id(obj), ()))
+
+    def collect_referrers(self):
+        referrers, keep = {}, self.keep
+        root = self.root()
+        seen, todo = {id(root)}, [root]
+        while todo:
+            node = todo.pop()
+            if node.__class__ in INLINE:
+                continue
+            key, children, unordered_from = parts_of(node, keep)
+            for i, child in enumerate(children):
+                if child.__class__ in INLINE or child is ABSENT:
+                    continue
+                label = "m" if unordered_from is not None and i >= unordered_from else str(i)
+                referrers.setdefault(id(child), []).append(f"{key}@{label}")
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    todo.append(child)
+        return referrers
 
 
 def _first(pair):

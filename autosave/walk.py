@@ -75,7 +75,7 @@ class Walker:
         self.current = None      # the object a failure outside its handler is about
         self.structure = None    # id -> structural index, see structural_index()
         self.closes_cycle = [False]   # set by mention() while a record refers to a later one
-        self.order = SetOrder(self.memo, self.structural_index)
+        self.order = SetOrder(self.memo, self.structural_index, lambda: self.root)
         self.mention, self.refs = self._make_mention()
 
     def _make_mention(self):

@@ -91,6 +91,7 @@ SHAPES = {
     "ties": lambda: {Node() for _ in range(20)},
     "shared-ties": lambda: shared_members(24),
     "referenced-after": lambda: _referenced_after(),
+    "told-apart-by-another-set": lambda: _told_apart(),
     "subclasses": lambda: [Members({Node(a=i) for i in range(10)}),
                            FrozenMembers({World(a=str(i)) for i in range(10)})],
     "weak": lambda: _weak(),
@@ -126,6 +127,11 @@ def _grid(n):
 def _referenced_after():
     a, b = Node(a="same"), Node(a="same")
     return {"members": {a, b}, "the_first": a}
+
+
+def _told_apart():
+    a, b, c = Node(a="same"), Node(a="same"), Node(a="same")
+    return [{a, b, c}, {Node(a=a), Node(b=b)}]
 
 
 def _weak():
@@ -297,6 +303,18 @@ def test_identical_members_referenced_from_outside_the_set():
         pair = [a, b]
         random.shuffle(pair)
         datas.add(dumps_twice({"members": set(pair), "the_first": a, "n": [b, 1]}))
+    assert len(datas) == 1
+
+
+def test_identical_members_told_apart_only_by_a_reference_from_another_set():
+    datas = set()
+    for _ in range(20):
+        a, b = Node(a="same"), Node(a="same")
+        pair = [a, b]
+        random.shuffle(pair)
+        noise = [object() for _ in range(random.randrange(50))]
+        datas.add(dumps_twice([set(pair), {Node(a=a)}, frozenset({World(a=b)})]))
+        del noise
     assert len(datas) == 1
 
 
