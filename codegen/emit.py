@@ -17,6 +17,7 @@ The output is deterministic: classes in name order, no paths, no timestamps.
 
 import keyword
 
+from autosave.generated import SAVE_ENGINE
 from autosave.schema import schema_of
 
 from .collect import field_hints
@@ -115,7 +116,7 @@ class ModuleWriter:
         else:
             self.bodies.append(self.dict_shaped(cls, alias, schema))
         self.bodies.append(f"_register({alias}, {schema.fingerprint!r}, save=save_{alias[1:]}, "
-                           f"load=load_{alias[1:]}, module=__name__)")
+                           f"load=load_{alias[1:]}, module=__name__, engine={SAVE_ENGINE})")
 
     def slotted(self, cls, alias, schema):
         slots = schema.saved_slots

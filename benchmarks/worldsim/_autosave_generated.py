@@ -50,7 +50,7 @@ def load_Item(plan, objs):
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
     return create, fill, None
-_register(_Item, '11a53f9e2987961c', save=save_Item, load=load_Item, module=__name__)
+_register(_Item, '11a53f9e2987961c', save=save_Item, load=load_Item, module=__name__, engine=2)
 
 
 # -- worldsim.Terrain --------------------------------------------------------------------
@@ -193,7 +193,7 @@ def load_Tile(plan, objs):
         obj.units = f4_units if f4_units.__class__ is not list else objs[f4_units[0]]
         return obj
     return create, fill, create_from_record
-_register(_Tile, '826e66101f80b9e7', save=save_Tile, load=load_Tile, module=__name__)
+_register(_Tile, '826e66101f80b9e7', save=save_Tile, load=load_Tile, module=__name__, engine=2)
 
 
 # -- worldsim.Unit -----------------------------------------------------------------------
@@ -458,7 +458,7 @@ def load_Unit(plan, objs):
         obj.leader = f11_leader if f11_leader.__class__ is not list else objs[f11_leader[0]]
         return obj
     return create, fill, create_from_record
-_register(_Unit, '1a277a7ce5e5a70f', save=save_Unit, load=load_Unit, module=__name__)
+_register(_Unit, '1a277a7ce5e5a70f', save=save_Unit, load=load_Unit, module=__name__, engine=2)
 
 
 # -- worldsim.World ----------------------------------------------------------------------
@@ -597,4 +597,4 @@ def load_World(plan, objs):
         obj.tick = f4_tick if f4_tick.__class__ is not list else objs[f4_tick[0]]
         return obj
     return create, fill, create_from_record
-_register(_World, 'd4bd83601706e81e', save=save_World, load=load_World, module=__name__)
+_register(_World, 'd4bd83601706e81e', save=save_World, load=load_World, module=__name__, engine=2)

@@ -119,7 +119,7 @@ def load_Brain(plan, objs):
         obj.target = f2_target if f2_target.__class__ is not list else objs[f2_target[0]]
         return obj
     return create, fill, create_from_record
-_register(_Brain, '467df77176915d2f', save=save_Brain, load=load_Brain, module=__name__)
+_register(_Brain, '467df77176915d2f', save=save_Brain, load=load_Brain, module=__name__, engine=2)
 
 
 # -- game.model.Health -------------------------------------------------------------------
@@ -204,7 +204,7 @@ def load_Health(plan, objs):
         obj.max_hp = f1_max_hp if f1_max_hp.__class__ is not list else objs[f1_max_hp[0]]
         return obj
     return create, fill, create_from_record
-_register(_Health, 'fb04dfb4b2e5edd6', save=save_Health, load=load_Health, module=__name__)
+_register(_Health, 'fb04dfb4b2e5edd6', save=save_Health, load=load_Health, module=__name__, engine=2)
 
 
 # -- game.model.ItemTemplate -------------------------------------------------------------
@@ -242,7 +242,7 @@ def load_ItemTemplate(plan, objs):
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
     return create, fill, None
-_register(_ItemTemplate, 'b07a8f13b13222cc', save=save_ItemTemplate, load=load_ItemTemplate, module=__name__)
+_register(_ItemTemplate, 'b07a8f13b13222cc', save=save_ItemTemplate, load=load_ItemTemplate, module=__name__, engine=2)
 
 
 # -- game.model.Level --------------------------------------------------------------------
@@ -417,7 +417,7 @@ def load_Level(plan, objs):
         obj.log = f6_log if f6_log.__class__ is not list else objs[f6_log[0]]
         return obj
     return create, fill, create_from_record
-_register(_Level, '6c63419845c06561', save=save_Level, load=load_Level, module=__name__)
+_register(_Level, '6c63419845c06561', save=save_Level, load=load_Level, module=__name__, engine=2)
 
 
 # -- game.model.Mode ---------------------------------------------------------------------
@@ -650,7 +650,7 @@ def load_NPC(plan, objs):
         obj.kills = f9_kills if f9_kills.__class__ is not list else objs[f9_kills[0]]
         return obj
     return create, fill, create_from_record
-_register(_NPC, '843c80240cd33493', save=save_NPC, load=load_NPC, module=__name__)
+_register(_NPC, '843c80240cd33493', save=save_NPC, load=load_NPC, module=__name__, engine=2)
 
 
 # -- game.model.Position -----------------------------------------------------------------
@@ -735,7 +735,7 @@ def load_Position(plan, objs):
         obj.y = f1_y if f1_y.__class__ is not list else objs[f1_y[0]]
         return obj
     return create, fill, create_from_record
-_register(_Position, '1241fb500b67d293', save=save_Position, load=load_Position, module=__name__)
+_register(_Position, '1241fb500b67d293', save=save_Position, load=load_Position, module=__name__, engine=2)
 
 
 # -- game.model.Sprite -------------------------------------------------------------------
@@ -773,7 +773,7 @@ def load_Sprite(plan, objs):
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
     return create, fill, None
-_register(_Sprite, '698b3e773ab319bb', save=save_Sprite, load=load_Sprite, module=__name__)
+_register(_Sprite, '698b3e773ab319bb', save=save_Sprite, load=load_Sprite, module=__name__, engine=2)
 
 
 # -- game.model.Squad --------------------------------------------------------------------
@@ -811,4 +811,4 @@ def load_Squad(plan, objs):
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
     return create, fill, None
-_register(_Squad, '21c897cad737ea1f', save=save_Squad, load=load_Squad, module=__name__)
+_register(_Squad, '21c897cad737ea1f', save=save_Squad, load=load_Squad, module=__name__, engine=2)
