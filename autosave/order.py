@@ -105,7 +105,10 @@ class SetOrder:
         out += [m for _, m in inline]
         if objects:
             local = {}
-            keyed = [(self.digest(m, local), m) for m in objects]
+            # A member in progress is entered by its own digest but is "in progress"
+            # to everything else: digests kept for the others do not hold inside it.
+            keyed = [(self.digest(m, {} if (c := memo_get(id(m))) is not None
+                                  and c[0] is False else local), m) for m in objects]
             keyed.sort(key=_first)
             if len({d for d, _ in keyed}) < len(keyed):
                 index, referred_as = self.structural_index, self.referred_as
