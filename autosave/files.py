@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import xxhash
 
 from .direct import DirectWalker
+from .errors import SaveError
 from .format import decode, encode
 from .generated import GENERATED
 from .rebuild import load_records
@@ -47,7 +48,11 @@ def dumps(root):
         except OverflowError:
             # An int beyond 64 bits somewhere: walk again, boxing big ints as records.
             types, records, root_value = Walker(wide_ints=True).run(root)
+        try:
             return encode(types, records, root_value)
+        except Exception as e:       # records hold only encodable values: a defect
+            raise SaveError(f"the records could not be encoded: {type(e).__name__}: {e}",
+                            "root") from e
 
 
 def loads(data):

@@ -25,6 +25,7 @@ from .registry import REGISTRY
 from .schema import schema_of
 
 MODULE = "_autosave_generated"
+SAVE_ENGINE = 2     # handlers take (obj, cell, depth); generated modules say which they use
 COROUTINES = "_autosave_coroutines"     # state machines: imports nothing of the game
 MANIFEST = "autosave_manifest.json"
 
@@ -52,8 +53,22 @@ class GeneratedCode:
 
     # -- called by generated modules -------------------------------------------------------
 
-    def register(self, cls, fingerprint, save=None, load=None, module=None):
+    def register(self, cls, fingerprint, save=None, load=None, module=None, engine=1):
         current = schema_of(cls).fingerprint
+        if save is not None and engine != SAVE_ENGINE:
+            # Written for another calling convention of DirectWalker's handlers: using
+            # it would fail at every save, so it is not used (its load code still is).
+            message = (f"generated save code for {cls.__module__}.{cls.__qualname__}"
+                       f"{f' in {module}' if module else ''} was written by another "
+                       f"version of autosave-codegen; re-run autosave-codegen "
+                       f"{cls.__module__.partition('.')[0]}")
+            if strict():
+                raise StaleGeneratedCodeError(message)
+            if cls not in self.stale:
+                self.stale.add(cls)
+                warnings.warn(message + "; saving it by reflection meanwhile",
+                              StaleGeneratedCodeWarning, stacklevel=2)
+            save = None
         if current != fingerprint:
             where = f" in {module}" if module else ""
             message = (f"generated save code for {cls.__module__}.{cls.__qualname__}{where} "

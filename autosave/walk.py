@@ -21,13 +21,14 @@ from itertools import chain
 
 from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
-from .adapters.containers import flat_items, ordered_members
+from .adapters.containers import flat_items
 from .adapters.exceptions import EXCEPTION
 from .adapters.stdlib import BIG_INT
 from .adapters.weak import WeakAdapter
 from .coroutines.runtime import RUNNING, Coroutine
 from .errors import SaveError
 from .format import ABSENT, STATE_FIELDS
+from .order import SetOrder
 from .registry import REGISTRY, SAFE_STDLIB_NAMES
 from .schema import BUILTIN_BASES, schema_of, solid_base
 
@@ -37,6 +38,8 @@ _INT_MIN, _INT_END = -(2 ** 63), 2 ** 64
 
 _FINISH = object()   # stack marker: below it the cell, record and build-time length of a
                      # record whose children are now emitted
+
+STOP = object()      # stack marker: drain() returns when it pops it (its cell says so)
 
 _UNSAVEABLE = {
     types.GeneratorType: "a plain generator; decorate its function with @autosave.coroutine "
@@ -57,8 +60,8 @@ class Walker:
         self.types = []          # [name, version, [fields]]
         self.type_index = {}     # adapter or (class, shape) -> index
         self.records = []
-        self.memo = {}           # id(obj) -> its cell: [None] unvisited, [False] in progress,
-                                 #                      [index] once its record is emitted
+        self.memo = {id(STOP): [STOP]}   # id(obj) -> its cell: [None] unvisited, [False] in
+                                 # progress, [index] once its record is emitted
         self.stack = []
         self.weak = []           # (holder, adapter, [(strong values, target)]): see write_weak
         self.handlers = {}       # class -> fn(obj) -> record
@@ -69,8 +72,10 @@ class Walker:
         # reduce arguments, adapter part lists) are kept here by the handler that made them.
         self.keep = []
         self.root = None
+        self.current = None      # the object a failure outside its handler is about
         self.structure = None    # id -> structural index, see structural_index()
         self.closes_cycle = [False]   # set by mention() while a record refers to a later one
+        self.order = SetOrder(self.memo, self.structural_index, lambda: self.root)
         self.mention, self.refs = self._make_mention()
 
     def _make_mention(self):
@@ -110,16 +115,37 @@ class Walker:
     def run(self, root):
         try:
             return self._run(root)
+        except (SaveError, MemoryError):
+            raise
+        except Exception as e:
+            # Handler failures are turned into SaveError where they happen; anything
+            # else (the weak-entry pass, a defect of autosave's own) still names the
+            # object it was at, never escapes as a bare KeyError.
+            at = self.current
+            raise SaveError(f"{type(at).__qualname__} could not be saved: "
+                            f"{type(e).__name__}: {e}",
+                            find_path(root, at) if at is not None else "root") from e
         finally:
             # The handlers are bound to this walker (a cycle the collector would have to
             # find): drop everything that points into the graph now, not at the next
             # collection.
             self.handlers = self.memo = self.keep = self.weak = self.structure = None
-            self.root = self.stack = None
+            self.root = self.stack = self.order = None
 
     def _run(self, root):
         self.root = root
         root_value = self.value(root)
+        self.drain()
+        records = self.records
+        self.write_weak_entries()
+        if root_value.__class__ is list:
+            root_value = [root_value[0] - len(records)]
+        return self.types, records, root_value
+
+    def drain(self):
+        """Visit what the stack holds, and everything it reaches; stop early at a
+        ``STOP`` marker (where a recursive walk handed its deepest objects over)."""
+        root = self.root
         stack, memo, records = self.stack, self.memo, self.records
         handlers, pop, emit = self.handlers, self.stack.pop, records.append
         closes_cycle = self.closes_cycle
@@ -134,6 +160,8 @@ class Walker:
                 continue
             cell = memo[id(obj)]
             if cell[0] is not None:          # visited through another path meanwhile
+                if cell[0] is STOP:
+                    return
                 continue
             cell[0] = False
             base = len(stack)
@@ -159,11 +187,12 @@ class Walker:
             else:                            # nothing to wait for: rec is final as built
                 cell[0] = len(records)
                 emit(rec)
+
+    def write_weak_entries(self):
         for holder, adapter, entries in self.weak:
+            self.current = holder
             self.write_weak(holder, adapter, entries)
-        if root_value.__class__ is list:
-            root_value = [root_value[0] - len(records)]
-        return self.types, records, root_value
+        self.current = None
 
     def value(self, v):
         return v if v.__class__ in self.prims else self.mention(v)
@@ -242,8 +271,8 @@ class Walker:
         if cls is dict:
             return lambda obj: refs(t, chain.from_iterable(obj.items()))
         if cls is set or cls is frozenset:
-            written_index, structural_index = self.written_index, self.structural_index
-            return lambda obj: refs(t, ordered_members(obj, written_index, structural_index))
+            order = self.order
+            return lambda obj: refs(t, order(obj))
         keep = self.keep.append
 
         def save_parts(obj):
@@ -326,10 +355,6 @@ class Walker:
                 queue.extend(c for c in children if c.__class__ not in PRIMITIVES)
         return self.structure.get(id(obj), len(self.structure))
 
-    def written_index(self, obj):
-        cell = self.memo.get(id(obj))
-        return cell[0] if cell is not None and cell[0].__class__ is int else None
-
     def save_weak(self, adapter, obj):
         """Walk the strong parts now; write the entries once the walk shows which weak
         targets were saved (write_weak)."""
@@ -358,7 +383,10 @@ class Walker:
         payload = []
         prims = self.prims
         for there, strong in saved:
-            strong = [v if v.__class__ in prims else ref(memo[id(v)][0]) for v in strong]
+            # The same inline test as mention(): an int that fits is inline even
+            # where wide ints are records.
+            strong = [v if v.__class__ in prims or v.__class__ is int and _INT_MIN <= v < _INT_END
+                      else ref(memo[id(v)][0]) for v in strong]
             payload.extend(adapter.payload(strong, ref(there)))
         if adapter.keeps_dead and not saved:
             payload.append(None)
@@ -443,8 +471,7 @@ class Walker:
             else:
                 values.extend(d.values())
         if schema.base is not None:
-            values.extend(base_payload(schema.base, obj, self.written_index,
-                                       self.structural_index))
+            values.extend(base_payload(schema.base, obj, self.order))
             self.keep.append(values)
         return self.refs(t, values)
 
@@ -459,7 +486,7 @@ def finished(rec, built_at, here):
             if c.__class__ is list and c[0].__class__ is int else c for c in rec]
 
 
-def base_payload(base, obj, written_index, structural_index):
+def base_payload(base, obj, order):
     if base is list or base is tuple:
         return base.__iter__(obj)
     if base is deque:
@@ -467,7 +494,7 @@ def base_payload(base, obj, written_index, structural_index):
     if base is dict:
         return flat_items(dict(dict.items(obj)))
     if base is set or base is frozenset:
-        return ordered_members(base(base.__iter__(obj)), written_index, structural_index)
+        return order(base(base.__iter__(obj)))
     if base is str:
         return [str.__getitem__(obj, slice(None))]
     if base is int:

@@ -17,6 +17,7 @@ The output is deterministic: classes in name order, no paths, no timestamps.
 
 import keyword
 
+from autosave.generated import SAVE_ENGINE
 from autosave.schema import schema_of
 
 from .collect import field_hints
@@ -115,7 +116,7 @@ class ModuleWriter:
         else:
             self.bodies.append(self.dict_shaped(cls, alias, schema))
         self.bodies.append(f"_register({alias}, {schema.fingerprint!r}, save=save_{alias[1:]}, "
-                           f"load=load_{alias[1:]}, module=__name__)")
+                           f"load=load_{alias[1:]}, module=__name__, engine={SAVE_ENGINE})")
 
     def slotted(self, cls, alias, schema):
         slots = schema.saved_slots
@@ -131,18 +132,18 @@ class ModuleWriter:
             f"    t = walker.index_of(({alias}, _SLOTS_{name}), {schema.name!r}, "
             f"{schema.version}, _SLOTS_{name})",
             "    records, memo, visit = walker.records, walker.memo, walker.visit",
-            "    memo_get, direct_get = memo.get, walker.direct.get",
+            "    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit",
             "    append = records.append",
             f"    unset_slot = walker.fallback_for({alias})",
             "",
-            "    def save(obj, cell):",
+            "    def save(obj, cell, depth):",
             "        try:",
         ]
         for n, s in zip(names, slots):
             out.append(f"            {n} = {attr('obj', s)}")
         out += [
             "        except AttributeError:      # an unset slot: reflection writes its marker",
-            "            return unset_slot(obj, cell)",
+            "            return unset_slot(obj, cell, depth)",
             "        cell[0] = False",
         ]
         refs = []
@@ -158,10 +159,10 @@ class ModuleWriter:
                 "                if c is None:",
                 f"                    c = memo[id({n})] = [None]",
                 f"                handler = direct_get({n}.__class__)",
-                "                if handler is None:",
-                f"                    visit({n}, c)",
+                "                if handler is None or depth >= limit:",
+                f"                    visit({n}, c, depth)",
                 "                else:",
-                f"                    handler({n}, c)",
+                f"                    handler({n}, c, depth + 1)",
                 f"            {n} = c",
             ]
             refs.append(n)
@@ -236,7 +237,7 @@ class ModuleWriter:
             f'    """{schema.name}, version {schema.version}: fields in __dict__ order."""',
             "    ref, emit, index_of, shapes = walker.ref, walker.emitter(), walker.index_of, {}",
             "",
-            "    def save(obj, cell):",
+            "    def save(obj, cell, depth):",
             "        d = obj.__dict__",
             "        shape = tuple(d)",
             "        t = shapes.get(shape)",
@@ -244,7 +245,7 @@ class ModuleWriter:
             f"            t = shapes[shape] = index_of(({alias}, shape), {schema.name!r}, "
             f"{schema.version}, shape)",
             "        cell[0] = False",
-            "        emit(cell, t, [v if v.__class__ in _INLINE else ref(v) for v in d.values()])",
+            "        emit(cell, t, [v if v.__class__ in _INLINE else ref(v, depth) for v in d.values()])",
             "    return save",
             "",
             "",

@@ -429,3 +429,30 @@ def test_manifest_labels_keep_an_old_save_loading_after_an_edit(tmp_path):
     assert run(tmp_path, [pkg]).returncode == 0
     v2_labels = json.loads((tmp_path / pkg / "autosave_manifest.json").read_text())["coroutines"]
     assert set(v1_labels[f"{pkg}.model.patrol"]["labels"]) == set(v2_labels[f"{pkg}.model.patrol"]["labels"])
+
+
+def test_save_code_of_another_codegen_version_is_not_used(monkeypatch):
+    import warnings
+
+    from autosave.generated import StaleGeneratedCodeWarning
+    from autosave.schema import schema_of
+
+    @autosave.saveable(name="tests.codegen.OldEngine")
+    class OldEngine:
+        __slots__ = ("x",)
+
+    def old_factory(walker):          # handlers of the old convention: (obj, cell)
+        return lambda obj, cell: None
+    fingerprint = schema_of(OldEngine).fingerprint
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        GENERATED.register(OldEngine, fingerprint, save=old_factory, module="old")
+    assert OldEngine not in GENERATED.save
+    assert any(issubclass(w.category, StaleGeneratedCodeWarning)
+               and "another version of autosave-codegen" in str(w.message) for w in caught)
+    obj = OldEngine()
+    obj.x = 5
+    assert autosave.loads(autosave.dumps(obj)).x == 5
+    monkeypatch.setenv("AUTOSAVE_STRICT", "1")
+    with pytest.raises(autosave.StaleGeneratedCodeError):
+        GENERATED.register(OldEngine, fingerprint, save=old_factory, module="old")

@@ -21,14 +21,14 @@ def save_Item(walker):
     """worldsim.Item, version 1: fields in __dict__ order."""
     ref, emit, index_of, shapes = walker.ref, walker.emitter(), walker.index_of, {}
 
-    def save(obj, cell):
+    def save(obj, cell, depth):
         d = obj.__dict__
         shape = tuple(d)
         t = shapes.get(shape)
         if t is None:
             t = shapes[shape] = index_of((_Item, shape), 'worldsim.Item', 1, shape)
         cell[0] = False
-        emit(cell, t, [v if v.__class__ in _INLINE else ref(v) for v in d.values()])
+        emit(cell, t, [v if v.__class__ in _INLINE else ref(v, depth) for v in d.values()])
     return save
 
 
@@ -50,7 +50,7 @@ def load_Item(plan, objs):
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
     return create, fill, None
-_register(_Item, '11a53f9e2987961c', save=save_Item, load=load_Item, module=__name__)
+_register(_Item, '11a53f9e2987961c', save=save_Item, load=load_Item, module=__name__, engine=2)
 
 
 # -- worldsim.Terrain --------------------------------------------------------------------
@@ -65,11 +65,11 @@ def save_Tile(walker):
     """worldsim.Tile, version 1: 5 slots."""
     t = walker.index_of((_Tile, _SLOTS_Tile), 'worldsim.Tile', 1, _SLOTS_Tile)
     records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get = memo.get, walker.direct.get
+    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
     append = records.append
     unset_slot = walker.fallback_for(_Tile)
 
-    def save(obj, cell):
+    def save(obj, cell, depth):
         try:
             f0_x = obj.x
             f1_y = obj.y
@@ -77,7 +77,7 @@ def save_Tile(walker):
             f3_height = obj.height
             f4_units = obj.units
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell)
+            return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_x.__class__ is not int and f0_x.__class__ not in _INLINE:
             c = memo_get(id(f0_x))
@@ -85,10 +85,10 @@ def save_Tile(walker):
                 if c is None:
                     c = memo[id(f0_x)] = [None]
                 handler = direct_get(f0_x.__class__)
-                if handler is None:
-                    visit(f0_x, c)
+                if handler is None or depth >= limit:
+                    visit(f0_x, c, depth)
                 else:
-                    handler(f0_x, c)
+                    handler(f0_x, c, depth + 1)
             f0_x = c
         if f1_y.__class__ is not int and f1_y.__class__ not in _INLINE:
             c = memo_get(id(f1_y))
@@ -96,10 +96,10 @@ def save_Tile(walker):
                 if c is None:
                     c = memo[id(f1_y)] = [None]
                 handler = direct_get(f1_y.__class__)
-                if handler is None:
-                    visit(f1_y, c)
+                if handler is None or depth >= limit:
+                    visit(f1_y, c, depth)
                 else:
-                    handler(f1_y, c)
+                    handler(f1_y, c, depth + 1)
             f1_y = c
         if f2_terrain.__class__ not in _INLINE:
             c = memo_get(id(f2_terrain))
@@ -107,10 +107,10 @@ def save_Tile(walker):
                 if c is None:
                     c = memo[id(f2_terrain)] = [None]
                 handler = direct_get(f2_terrain.__class__)
-                if handler is None:
-                    visit(f2_terrain, c)
+                if handler is None or depth >= limit:
+                    visit(f2_terrain, c, depth)
                 else:
-                    handler(f2_terrain, c)
+                    handler(f2_terrain, c, depth + 1)
             f2_terrain = c
         if f3_height.__class__ is not float and f3_height.__class__ not in _INLINE:
             c = memo_get(id(f3_height))
@@ -118,10 +118,10 @@ def save_Tile(walker):
                 if c is None:
                     c = memo[id(f3_height)] = [None]
                 handler = direct_get(f3_height.__class__)
-                if handler is None:
-                    visit(f3_height, c)
+                if handler is None or depth >= limit:
+                    visit(f3_height, c, depth)
                 else:
-                    handler(f3_height, c)
+                    handler(f3_height, c, depth + 1)
             f3_height = c
         if f4_units.__class__ not in _INLINE:
             c = memo_get(id(f4_units))
@@ -129,10 +129,10 @@ def save_Tile(walker):
                 if c is None:
                     c = memo[id(f4_units)] = [None]
                 handler = direct_get(f4_units.__class__)
-                if handler is None:
-                    visit(f4_units, c)
+                if handler is None or depth >= limit:
+                    visit(f4_units, c, depth)
                 else:
-                    handler(f4_units, c)
+                    handler(f4_units, c, depth + 1)
             f4_units = c
         here = len(records)
         cycle = False
@@ -193,7 +193,7 @@ def load_Tile(plan, objs):
         obj.units = f4_units if f4_units.__class__ is not list else objs[f4_units[0]]
         return obj
     return create, fill, create_from_record
-_register(_Tile, '826e66101f80b9e7', save=save_Tile, load=load_Tile, module=__name__)
+_register(_Tile, '826e66101f80b9e7', save=save_Tile, load=load_Tile, module=__name__, engine=2)
 
 
 # -- worldsim.Unit -----------------------------------------------------------------------
@@ -204,11 +204,11 @@ def save_Unit(walker):
     """worldsim.Unit, version 1: 12 slots."""
     t = walker.index_of((_Unit, _SLOTS_Unit), 'worldsim.Unit', 1, _SLOTS_Unit)
     records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get = memo.get, walker.direct.get
+    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
     append = records.append
     unset_slot = walker.fallback_for(_Unit)
 
-    def save(obj, cell):
+    def save(obj, cell, depth):
         try:
             f0_id = obj.id
             f1_name = obj.name
@@ -223,7 +223,7 @@ def save_Unit(walker):
             f10_friends = obj.friends
             f11_leader = obj.leader
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell)
+            return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_id.__class__ is not int and f0_id.__class__ not in _INLINE:
             c = memo_get(id(f0_id))
@@ -231,10 +231,10 @@ def save_Unit(walker):
                 if c is None:
                     c = memo[id(f0_id)] = [None]
                 handler = direct_get(f0_id.__class__)
-                if handler is None:
-                    visit(f0_id, c)
+                if handler is None or depth >= limit:
+                    visit(f0_id, c, depth)
                 else:
-                    handler(f0_id, c)
+                    handler(f0_id, c, depth + 1)
             f0_id = c
         if f1_name.__class__ is not str and f1_name.__class__ not in _INLINE:
             c = memo_get(id(f1_name))
@@ -242,10 +242,10 @@ def save_Unit(walker):
                 if c is None:
                     c = memo[id(f1_name)] = [None]
                 handler = direct_get(f1_name.__class__)
-                if handler is None:
-                    visit(f1_name, c)
+                if handler is None or depth >= limit:
+                    visit(f1_name, c, depth)
                 else:
-                    handler(f1_name, c)
+                    handler(f1_name, c, depth + 1)
             f1_name = c
         if f2_kind.__class__ is not str and f2_kind.__class__ not in _INLINE:
             c = memo_get(id(f2_kind))
@@ -253,10 +253,10 @@ def save_Unit(walker):
                 if c is None:
                     c = memo[id(f2_kind)] = [None]
                 handler = direct_get(f2_kind.__class__)
-                if handler is None:
-                    visit(f2_kind, c)
+                if handler is None or depth >= limit:
+                    visit(f2_kind, c, depth)
                 else:
-                    handler(f2_kind, c)
+                    handler(f2_kind, c, depth + 1)
             f2_kind = c
         if f3_x.__class__ is not float and f3_x.__class__ not in _INLINE:
             c = memo_get(id(f3_x))
@@ -264,10 +264,10 @@ def save_Unit(walker):
                 if c is None:
                     c = memo[id(f3_x)] = [None]
                 handler = direct_get(f3_x.__class__)
-                if handler is None:
-                    visit(f3_x, c)
+                if handler is None or depth >= limit:
+                    visit(f3_x, c, depth)
                 else:
-                    handler(f3_x, c)
+                    handler(f3_x, c, depth + 1)
             f3_x = c
         if f4_y.__class__ is not float and f4_y.__class__ not in _INLINE:
             c = memo_get(id(f4_y))
@@ -275,10 +275,10 @@ def save_Unit(walker):
                 if c is None:
                     c = memo[id(f4_y)] = [None]
                 handler = direct_get(f4_y.__class__)
-                if handler is None:
-                    visit(f4_y, c)
+                if handler is None or depth >= limit:
+                    visit(f4_y, c, depth)
                 else:
-                    handler(f4_y, c)
+                    handler(f4_y, c, depth + 1)
             f4_y = c
         if f5_hp.__class__ is not int and f5_hp.__class__ not in _INLINE:
             c = memo_get(id(f5_hp))
@@ -286,10 +286,10 @@ def save_Unit(walker):
                 if c is None:
                     c = memo[id(f5_hp)] = [None]
                 handler = direct_get(f5_hp.__class__)
-                if handler is None:
-                    visit(f5_hp, c)
+                if handler is None or depth >= limit:
+                    visit(f5_hp, c, depth)
                 else:
-                    handler(f5_hp, c)
+                    handler(f5_hp, c, depth + 1)
             f5_hp = c
         if f6_speed.__class__ is not float and f6_speed.__class__ not in _INLINE:
             c = memo_get(id(f6_speed))
@@ -297,10 +297,10 @@ def save_Unit(walker):
                 if c is None:
                     c = memo[id(f6_speed)] = [None]
                 handler = direct_get(f6_speed.__class__)
-                if handler is None:
-                    visit(f6_speed, c)
+                if handler is None or depth >= limit:
+                    visit(f6_speed, c, depth)
                 else:
-                    handler(f6_speed, c)
+                    handler(f6_speed, c, depth + 1)
             f6_speed = c
         if f7_home.__class__ not in _INLINE:
             c = memo_get(id(f7_home))
@@ -308,10 +308,10 @@ def save_Unit(walker):
                 if c is None:
                     c = memo[id(f7_home)] = [None]
                 handler = direct_get(f7_home.__class__)
-                if handler is None:
-                    visit(f7_home, c)
+                if handler is None or depth >= limit:
+                    visit(f7_home, c, depth)
                 else:
-                    handler(f7_home, c)
+                    handler(f7_home, c, depth + 1)
             f7_home = c
         if f8_tags.__class__ not in _INLINE:
             c = memo_get(id(f8_tags))
@@ -319,10 +319,10 @@ def save_Unit(walker):
                 if c is None:
                     c = memo[id(f8_tags)] = [None]
                 handler = direct_get(f8_tags.__class__)
-                if handler is None:
-                    visit(f8_tags, c)
+                if handler is None or depth >= limit:
+                    visit(f8_tags, c, depth)
                 else:
-                    handler(f8_tags, c)
+                    handler(f8_tags, c, depth + 1)
             f8_tags = c
         if f9_inventory.__class__ not in _INLINE:
             c = memo_get(id(f9_inventory))
@@ -330,10 +330,10 @@ def save_Unit(walker):
                 if c is None:
                     c = memo[id(f9_inventory)] = [None]
                 handler = direct_get(f9_inventory.__class__)
-                if handler is None:
-                    visit(f9_inventory, c)
+                if handler is None or depth >= limit:
+                    visit(f9_inventory, c, depth)
                 else:
-                    handler(f9_inventory, c)
+                    handler(f9_inventory, c, depth + 1)
             f9_inventory = c
         if f10_friends.__class__ not in _INLINE:
             c = memo_get(id(f10_friends))
@@ -341,10 +341,10 @@ def save_Unit(walker):
                 if c is None:
                     c = memo[id(f10_friends)] = [None]
                 handler = direct_get(f10_friends.__class__)
-                if handler is None:
-                    visit(f10_friends, c)
+                if handler is None or depth >= limit:
+                    visit(f10_friends, c, depth)
                 else:
-                    handler(f10_friends, c)
+                    handler(f10_friends, c, depth + 1)
             f10_friends = c
         if f11_leader.__class__ not in _INLINE:
             c = memo_get(id(f11_leader))
@@ -352,10 +352,10 @@ def save_Unit(walker):
                 if c is None:
                     c = memo[id(f11_leader)] = [None]
                 handler = direct_get(f11_leader.__class__)
-                if handler is None:
-                    visit(f11_leader, c)
+                if handler is None or depth >= limit:
+                    visit(f11_leader, c, depth)
                 else:
-                    handler(f11_leader, c)
+                    handler(f11_leader, c, depth + 1)
             f11_leader = c
         here = len(records)
         cycle = False
@@ -458,7 +458,7 @@ def load_Unit(plan, objs):
         obj.leader = f11_leader if f11_leader.__class__ is not list else objs[f11_leader[0]]
         return obj
     return create, fill, create_from_record
-_register(_Unit, '1a277a7ce5e5a70f', save=save_Unit, load=load_Unit, module=__name__)
+_register(_Unit, '1a277a7ce5e5a70f', save=save_Unit, load=load_Unit, module=__name__, engine=2)
 
 
 # -- worldsim.World ----------------------------------------------------------------------
@@ -469,11 +469,11 @@ def save_World(walker):
     """worldsim.World, version 1: 5 slots."""
     t = walker.index_of((_World, _SLOTS_World), 'worldsim.World', 1, _SLOTS_World)
     records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get = memo.get, walker.direct.get
+    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
     append = records.append
     unset_slot = walker.fallback_for(_World)
 
-    def save(obj, cell):
+    def save(obj, cell, depth):
         try:
             f0_rng = obj.rng
             f1_grid = obj.grid
@@ -481,7 +481,7 @@ def save_World(walker):
             f3_by_name = obj.by_name
             f4_tick = obj.tick
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell)
+            return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_rng.__class__ not in _INLINE:
             c = memo_get(id(f0_rng))
@@ -489,10 +489,10 @@ def save_World(walker):
                 if c is None:
                     c = memo[id(f0_rng)] = [None]
                 handler = direct_get(f0_rng.__class__)
-                if handler is None:
-                    visit(f0_rng, c)
+                if handler is None or depth >= limit:
+                    visit(f0_rng, c, depth)
                 else:
-                    handler(f0_rng, c)
+                    handler(f0_rng, c, depth + 1)
             f0_rng = c
         if f1_grid.__class__ not in _INLINE:
             c = memo_get(id(f1_grid))
@@ -500,10 +500,10 @@ def save_World(walker):
                 if c is None:
                     c = memo[id(f1_grid)] = [None]
                 handler = direct_get(f1_grid.__class__)
-                if handler is None:
-                    visit(f1_grid, c)
+                if handler is None or depth >= limit:
+                    visit(f1_grid, c, depth)
                 else:
-                    handler(f1_grid, c)
+                    handler(f1_grid, c, depth + 1)
             f1_grid = c
         if f2_units.__class__ not in _INLINE:
             c = memo_get(id(f2_units))
@@ -511,10 +511,10 @@ def save_World(walker):
                 if c is None:
                     c = memo[id(f2_units)] = [None]
                 handler = direct_get(f2_units.__class__)
-                if handler is None:
-                    visit(f2_units, c)
+                if handler is None or depth >= limit:
+                    visit(f2_units, c, depth)
                 else:
-                    handler(f2_units, c)
+                    handler(f2_units, c, depth + 1)
             f2_units = c
         if f3_by_name.__class__ not in _INLINE:
             c = memo_get(id(f3_by_name))
@@ -522,10 +522,10 @@ def save_World(walker):
                 if c is None:
                     c = memo[id(f3_by_name)] = [None]
                 handler = direct_get(f3_by_name.__class__)
-                if handler is None:
-                    visit(f3_by_name, c)
+                if handler is None or depth >= limit:
+                    visit(f3_by_name, c, depth)
                 else:
-                    handler(f3_by_name, c)
+                    handler(f3_by_name, c, depth + 1)
             f3_by_name = c
         if f4_tick.__class__ is not int and f4_tick.__class__ not in _INLINE:
             c = memo_get(id(f4_tick))
@@ -533,10 +533,10 @@ def save_World(walker):
                 if c is None:
                     c = memo[id(f4_tick)] = [None]
                 handler = direct_get(f4_tick.__class__)
-                if handler is None:
-                    visit(f4_tick, c)
+                if handler is None or depth >= limit:
+                    visit(f4_tick, c, depth)
                 else:
-                    handler(f4_tick, c)
+                    handler(f4_tick, c, depth + 1)
             f4_tick = c
         here = len(records)
         cycle = False
@@ -597,4 +597,4 @@ def load_World(plan, objs):
         obj.tick = f4_tick if f4_tick.__class__ is not list else objs[f4_tick[0]]
         return obj
     return create, fill, create_from_record
-_register(_World, 'd4bd83601706e81e', save=save_World, load=load_World, module=__name__)
+_register(_World, 'd4bd83601706e81e', save=save_World, load=load_World, module=__name__, engine=2)

@@ -27,17 +27,17 @@ def save_Brain(walker):
     """game.model.Brain, version 1: 3 slots."""
     t = walker.index_of((_Brain, _SLOTS_Brain), 'game.model.Brain', 1, _SLOTS_Brain)
     records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get = memo.get, walker.direct.get
+    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
     append = records.append
     unset_slot = walker.fallback_for(_Brain)
 
-    def save(obj, cell):
+    def save(obj, cell, depth):
         try:
             f0_mode = obj.mode
             f1_plan = obj.plan
             f2_target = obj.target
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell)
+            return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_mode.__class__ not in _INLINE:
             c = memo_get(id(f0_mode))
@@ -45,10 +45,10 @@ def save_Brain(walker):
                 if c is None:
                     c = memo[id(f0_mode)] = [None]
                 handler = direct_get(f0_mode.__class__)
-                if handler is None:
-                    visit(f0_mode, c)
+                if handler is None or depth >= limit:
+                    visit(f0_mode, c, depth)
                 else:
-                    handler(f0_mode, c)
+                    handler(f0_mode, c, depth + 1)
             f0_mode = c
         if f1_plan.__class__ not in _INLINE:
             c = memo_get(id(f1_plan))
@@ -56,10 +56,10 @@ def save_Brain(walker):
                 if c is None:
                     c = memo[id(f1_plan)] = [None]
                 handler = direct_get(f1_plan.__class__)
-                if handler is None:
-                    visit(f1_plan, c)
+                if handler is None or depth >= limit:
+                    visit(f1_plan, c, depth)
                 else:
-                    handler(f1_plan, c)
+                    handler(f1_plan, c, depth + 1)
             f1_plan = c
         if f2_target.__class__ not in _INLINE:
             c = memo_get(id(f2_target))
@@ -67,10 +67,10 @@ def save_Brain(walker):
                 if c is None:
                     c = memo[id(f2_target)] = [None]
                 handler = direct_get(f2_target.__class__)
-                if handler is None:
-                    visit(f2_target, c)
+                if handler is None or depth >= limit:
+                    visit(f2_target, c, depth)
                 else:
-                    handler(f2_target, c)
+                    handler(f2_target, c, depth + 1)
             f2_target = c
         here = len(records)
         cycle = False
@@ -119,7 +119,7 @@ def load_Brain(plan, objs):
         obj.target = f2_target if f2_target.__class__ is not list else objs[f2_target[0]]
         return obj
     return create, fill, create_from_record
-_register(_Brain, '467df77176915d2f', save=save_Brain, load=load_Brain, module=__name__)
+_register(_Brain, '467df77176915d2f', save=save_Brain, load=load_Brain, module=__name__, engine=2)
 
 
 # -- game.model.Health -------------------------------------------------------------------
@@ -130,16 +130,16 @@ def save_Health(walker):
     """game.model.Health, version 1: 2 slots."""
     t = walker.index_of((_Health, _SLOTS_Health), 'game.model.Health', 1, _SLOTS_Health)
     records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get = memo.get, walker.direct.get
+    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
     append = records.append
     unset_slot = walker.fallback_for(_Health)
 
-    def save(obj, cell):
+    def save(obj, cell, depth):
         try:
             f0_hp = obj.hp
             f1_max_hp = obj.max_hp
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell)
+            return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_hp.__class__ is not int and f0_hp.__class__ not in _INLINE:
             c = memo_get(id(f0_hp))
@@ -147,10 +147,10 @@ def save_Health(walker):
                 if c is None:
                     c = memo[id(f0_hp)] = [None]
                 handler = direct_get(f0_hp.__class__)
-                if handler is None:
-                    visit(f0_hp, c)
+                if handler is None or depth >= limit:
+                    visit(f0_hp, c, depth)
                 else:
-                    handler(f0_hp, c)
+                    handler(f0_hp, c, depth + 1)
             f0_hp = c
         if f1_max_hp.__class__ is not int and f1_max_hp.__class__ not in _INLINE:
             c = memo_get(id(f1_max_hp))
@@ -158,10 +158,10 @@ def save_Health(walker):
                 if c is None:
                     c = memo[id(f1_max_hp)] = [None]
                 handler = direct_get(f1_max_hp.__class__)
-                if handler is None:
-                    visit(f1_max_hp, c)
+                if handler is None or depth >= limit:
+                    visit(f1_max_hp, c, depth)
                 else:
-                    handler(f1_max_hp, c)
+                    handler(f1_max_hp, c, depth + 1)
             f1_max_hp = c
         here = len(records)
         cycle = False
@@ -204,7 +204,7 @@ def load_Health(plan, objs):
         obj.max_hp = f1_max_hp if f1_max_hp.__class__ is not list else objs[f1_max_hp[0]]
         return obj
     return create, fill, create_from_record
-_register(_Health, 'fb04dfb4b2e5edd6', save=save_Health, load=load_Health, module=__name__)
+_register(_Health, 'fb04dfb4b2e5edd6', save=save_Health, load=load_Health, module=__name__, engine=2)
 
 
 # -- game.model.ItemTemplate -------------------------------------------------------------
@@ -213,14 +213,14 @@ def save_ItemTemplate(walker):
     """game.model.ItemTemplate, version 1: fields in __dict__ order."""
     ref, emit, index_of, shapes = walker.ref, walker.emitter(), walker.index_of, {}
 
-    def save(obj, cell):
+    def save(obj, cell, depth):
         d = obj.__dict__
         shape = tuple(d)
         t = shapes.get(shape)
         if t is None:
             t = shapes[shape] = index_of((_ItemTemplate, shape), 'game.model.ItemTemplate', 1, shape)
         cell[0] = False
-        emit(cell, t, [v if v.__class__ in _INLINE else ref(v) for v in d.values()])
+        emit(cell, t, [v if v.__class__ in _INLINE else ref(v, depth) for v in d.values()])
     return save
 
 
@@ -242,7 +242,7 @@ def load_ItemTemplate(plan, objs):
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
     return create, fill, None
-_register(_ItemTemplate, 'b07a8f13b13222cc', save=save_ItemTemplate, load=load_ItemTemplate, module=__name__)
+_register(_ItemTemplate, 'b07a8f13b13222cc', save=save_ItemTemplate, load=load_ItemTemplate, module=__name__, engine=2)
 
 
 # -- game.model.Level --------------------------------------------------------------------
@@ -253,11 +253,11 @@ def save_Level(walker):
     """game.model.Level, version 1: 7 slots."""
     t = walker.index_of((_Level, _SLOTS_Level), 'game.model.Level', 1, _SLOTS_Level)
     records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get = memo.get, walker.direct.get
+    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
     append = records.append
     unset_slot = walker.fallback_for(_Level)
 
-    def save(obj, cell):
+    def save(obj, cell, depth):
         try:
             f0_rng = obj.rng
             f1_npcs = obj.npcs
@@ -267,7 +267,7 @@ def save_Level(walker):
             f5_next_id = obj.next_id
             f6_log = obj.log
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell)
+            return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_rng.__class__ not in _INLINE:
             c = memo_get(id(f0_rng))
@@ -275,10 +275,10 @@ def save_Level(walker):
                 if c is None:
                     c = memo[id(f0_rng)] = [None]
                 handler = direct_get(f0_rng.__class__)
-                if handler is None:
-                    visit(f0_rng, c)
+                if handler is None or depth >= limit:
+                    visit(f0_rng, c, depth)
                 else:
-                    handler(f0_rng, c)
+                    handler(f0_rng, c, depth + 1)
             f0_rng = c
         if f1_npcs.__class__ not in _INLINE:
             c = memo_get(id(f1_npcs))
@@ -286,10 +286,10 @@ def save_Level(walker):
                 if c is None:
                     c = memo[id(f1_npcs)] = [None]
                 handler = direct_get(f1_npcs.__class__)
-                if handler is None:
-                    visit(f1_npcs, c)
+                if handler is None or depth >= limit:
+                    visit(f1_npcs, c, depth)
                 else:
-                    handler(f1_npcs, c)
+                    handler(f1_npcs, c, depth + 1)
             f1_npcs = c
         if f2_by_id.__class__ not in _INLINE:
             c = memo_get(id(f2_by_id))
@@ -297,10 +297,10 @@ def save_Level(walker):
                 if c is None:
                     c = memo[id(f2_by_id)] = [None]
                 handler = direct_get(f2_by_id.__class__)
-                if handler is None:
-                    visit(f2_by_id, c)
+                if handler is None or depth >= limit:
+                    visit(f2_by_id, c, depth)
                 else:
-                    handler(f2_by_id, c)
+                    handler(f2_by_id, c, depth + 1)
             f2_by_id = c
         if f3_squads.__class__ not in _INLINE:
             c = memo_get(id(f3_squads))
@@ -308,10 +308,10 @@ def save_Level(walker):
                 if c is None:
                     c = memo[id(f3_squads)] = [None]
                 handler = direct_get(f3_squads.__class__)
-                if handler is None:
-                    visit(f3_squads, c)
+                if handler is None or depth >= limit:
+                    visit(f3_squads, c, depth)
                 else:
-                    handler(f3_squads, c)
+                    handler(f3_squads, c, depth + 1)
             f3_squads = c
         if f4_tick.__class__ is not int and f4_tick.__class__ not in _INLINE:
             c = memo_get(id(f4_tick))
@@ -319,10 +319,10 @@ def save_Level(walker):
                 if c is None:
                     c = memo[id(f4_tick)] = [None]
                 handler = direct_get(f4_tick.__class__)
-                if handler is None:
-                    visit(f4_tick, c)
+                if handler is None or depth >= limit:
+                    visit(f4_tick, c, depth)
                 else:
-                    handler(f4_tick, c)
+                    handler(f4_tick, c, depth + 1)
             f4_tick = c
         if f5_next_id.__class__ is not int and f5_next_id.__class__ not in _INLINE:
             c = memo_get(id(f5_next_id))
@@ -330,10 +330,10 @@ def save_Level(walker):
                 if c is None:
                     c = memo[id(f5_next_id)] = [None]
                 handler = direct_get(f5_next_id.__class__)
-                if handler is None:
-                    visit(f5_next_id, c)
+                if handler is None or depth >= limit:
+                    visit(f5_next_id, c, depth)
                 else:
-                    handler(f5_next_id, c)
+                    handler(f5_next_id, c, depth + 1)
             f5_next_id = c
         if f6_log.__class__ not in _INLINE:
             c = memo_get(id(f6_log))
@@ -341,10 +341,10 @@ def save_Level(walker):
                 if c is None:
                     c = memo[id(f6_log)] = [None]
                 handler = direct_get(f6_log.__class__)
-                if handler is None:
-                    visit(f6_log, c)
+                if handler is None or depth >= limit:
+                    visit(f6_log, c, depth)
                 else:
-                    handler(f6_log, c)
+                    handler(f6_log, c, depth + 1)
             f6_log = c
         here = len(records)
         cycle = False
@@ -417,7 +417,7 @@ def load_Level(plan, objs):
         obj.log = f6_log if f6_log.__class__ is not list else objs[f6_log[0]]
         return obj
     return create, fill, create_from_record
-_register(_Level, '6c63419845c06561', save=save_Level, load=load_Level, module=__name__)
+_register(_Level, '6c63419845c06561', save=save_Level, load=load_Level, module=__name__, engine=2)
 
 
 # -- game.model.Mode ---------------------------------------------------------------------
@@ -432,11 +432,11 @@ def save_NPC(walker):
     """game.model.NPC, version 1: 10 slots."""
     t = walker.index_of((_NPC, _SLOTS_NPC), 'game.model.NPC', 1, _SLOTS_NPC)
     records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get = memo.get, walker.direct.get
+    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
     append = records.append
     unset_slot = walker.fallback_for(_NPC)
 
-    def save(obj, cell):
+    def save(obj, cell, depth):
         try:
             f0_id = obj.id
             f1_name = obj.name
@@ -449,7 +449,7 @@ def save_NPC(walker):
             f8_squad = obj.squad
             f9_kills = obj.kills
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell)
+            return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_id.__class__ is not int and f0_id.__class__ not in _INLINE:
             c = memo_get(id(f0_id))
@@ -457,10 +457,10 @@ def save_NPC(walker):
                 if c is None:
                     c = memo[id(f0_id)] = [None]
                 handler = direct_get(f0_id.__class__)
-                if handler is None:
-                    visit(f0_id, c)
+                if handler is None or depth >= limit:
+                    visit(f0_id, c, depth)
                 else:
-                    handler(f0_id, c)
+                    handler(f0_id, c, depth + 1)
             f0_id = c
         if f1_name.__class__ is not str and f1_name.__class__ not in _INLINE:
             c = memo_get(id(f1_name))
@@ -468,10 +468,10 @@ def save_NPC(walker):
                 if c is None:
                     c = memo[id(f1_name)] = [None]
                 handler = direct_get(f1_name.__class__)
-                if handler is None:
-                    visit(f1_name, c)
+                if handler is None or depth >= limit:
+                    visit(f1_name, c, depth)
                 else:
-                    handler(f1_name, c)
+                    handler(f1_name, c, depth + 1)
             f1_name = c
         if f2_sprite.__class__ not in _INLINE:
             c = memo_get(id(f2_sprite))
@@ -479,10 +479,10 @@ def save_NPC(walker):
                 if c is None:
                     c = memo[id(f2_sprite)] = [None]
                 handler = direct_get(f2_sprite.__class__)
-                if handler is None:
-                    visit(f2_sprite, c)
+                if handler is None or depth >= limit:
+                    visit(f2_sprite, c, depth)
                 else:
-                    handler(f2_sprite, c)
+                    handler(f2_sprite, c, depth + 1)
             f2_sprite = c
         if f3_pos.__class__ not in _INLINE:
             c = memo_get(id(f3_pos))
@@ -490,10 +490,10 @@ def save_NPC(walker):
                 if c is None:
                     c = memo[id(f3_pos)] = [None]
                 handler = direct_get(f3_pos.__class__)
-                if handler is None:
-                    visit(f3_pos, c)
+                if handler is None or depth >= limit:
+                    visit(f3_pos, c, depth)
                 else:
-                    handler(f3_pos, c)
+                    handler(f3_pos, c, depth + 1)
             f3_pos = c
         if f4_health.__class__ not in _INLINE:
             c = memo_get(id(f4_health))
@@ -501,10 +501,10 @@ def save_NPC(walker):
                 if c is None:
                     c = memo[id(f4_health)] = [None]
                 handler = direct_get(f4_health.__class__)
-                if handler is None:
-                    visit(f4_health, c)
+                if handler is None or depth >= limit:
+                    visit(f4_health, c, depth)
                 else:
-                    handler(f4_health, c)
+                    handler(f4_health, c, depth + 1)
             f4_health = c
         if f5_brain.__class__ not in _INLINE:
             c = memo_get(id(f5_brain))
@@ -512,10 +512,10 @@ def save_NPC(walker):
                 if c is None:
                     c = memo[id(f5_brain)] = [None]
                 handler = direct_get(f5_brain.__class__)
-                if handler is None:
-                    visit(f5_brain, c)
+                if handler is None or depth >= limit:
+                    visit(f5_brain, c, depth)
                 else:
-                    handler(f5_brain, c)
+                    handler(f5_brain, c, depth + 1)
             f5_brain = c
         if f6_weapon.__class__ not in _INLINE:
             c = memo_get(id(f6_weapon))
@@ -523,10 +523,10 @@ def save_NPC(walker):
                 if c is None:
                     c = memo[id(f6_weapon)] = [None]
                 handler = direct_get(f6_weapon.__class__)
-                if handler is None:
-                    visit(f6_weapon, c)
+                if handler is None or depth >= limit:
+                    visit(f6_weapon, c, depth)
                 else:
-                    handler(f6_weapon, c)
+                    handler(f6_weapon, c, depth + 1)
             f6_weapon = c
         if f7_bag.__class__ not in _INLINE:
             c = memo_get(id(f7_bag))
@@ -534,10 +534,10 @@ def save_NPC(walker):
                 if c is None:
                     c = memo[id(f7_bag)] = [None]
                 handler = direct_get(f7_bag.__class__)
-                if handler is None:
-                    visit(f7_bag, c)
+                if handler is None or depth >= limit:
+                    visit(f7_bag, c, depth)
                 else:
-                    handler(f7_bag, c)
+                    handler(f7_bag, c, depth + 1)
             f7_bag = c
         if f8_squad.__class__ not in _INLINE:
             c = memo_get(id(f8_squad))
@@ -545,10 +545,10 @@ def save_NPC(walker):
                 if c is None:
                     c = memo[id(f8_squad)] = [None]
                 handler = direct_get(f8_squad.__class__)
-                if handler is None:
-                    visit(f8_squad, c)
+                if handler is None or depth >= limit:
+                    visit(f8_squad, c, depth)
                 else:
-                    handler(f8_squad, c)
+                    handler(f8_squad, c, depth + 1)
             f8_squad = c
         if f9_kills.__class__ is not int and f9_kills.__class__ not in _INLINE:
             c = memo_get(id(f9_kills))
@@ -556,10 +556,10 @@ def save_NPC(walker):
                 if c is None:
                     c = memo[id(f9_kills)] = [None]
                 handler = direct_get(f9_kills.__class__)
-                if handler is None:
-                    visit(f9_kills, c)
+                if handler is None or depth >= limit:
+                    visit(f9_kills, c, depth)
                 else:
-                    handler(f9_kills, c)
+                    handler(f9_kills, c, depth + 1)
             f9_kills = c
         here = len(records)
         cycle = False
@@ -650,7 +650,7 @@ def load_NPC(plan, objs):
         obj.kills = f9_kills if f9_kills.__class__ is not list else objs[f9_kills[0]]
         return obj
     return create, fill, create_from_record
-_register(_NPC, '843c80240cd33493', save=save_NPC, load=load_NPC, module=__name__)
+_register(_NPC, '843c80240cd33493', save=save_NPC, load=load_NPC, module=__name__, engine=2)
 
 
 # -- game.model.Position -----------------------------------------------------------------
@@ -661,16 +661,16 @@ def save_Position(walker):
     """game.model.Position, version 1: 2 slots."""
     t = walker.index_of((_Position, _SLOTS_Position), 'game.model.Position', 1, _SLOTS_Position)
     records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get = memo.get, walker.direct.get
+    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
     append = records.append
     unset_slot = walker.fallback_for(_Position)
 
-    def save(obj, cell):
+    def save(obj, cell, depth):
         try:
             f0_x = obj.x
             f1_y = obj.y
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell)
+            return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_x.__class__ is not float and f0_x.__class__ not in _INLINE:
             c = memo_get(id(f0_x))
@@ -678,10 +678,10 @@ def save_Position(walker):
                 if c is None:
                     c = memo[id(f0_x)] = [None]
                 handler = direct_get(f0_x.__class__)
-                if handler is None:
-                    visit(f0_x, c)
+                if handler is None or depth >= limit:
+                    visit(f0_x, c, depth)
                 else:
-                    handler(f0_x, c)
+                    handler(f0_x, c, depth + 1)
             f0_x = c
         if f1_y.__class__ is not float and f1_y.__class__ not in _INLINE:
             c = memo_get(id(f1_y))
@@ -689,10 +689,10 @@ def save_Position(walker):
                 if c is None:
                     c = memo[id(f1_y)] = [None]
                 handler = direct_get(f1_y.__class__)
-                if handler is None:
-                    visit(f1_y, c)
+                if handler is None or depth >= limit:
+                    visit(f1_y, c, depth)
                 else:
-                    handler(f1_y, c)
+                    handler(f1_y, c, depth + 1)
             f1_y = c
         here = len(records)
         cycle = False
@@ -735,7 +735,7 @@ def load_Position(plan, objs):
         obj.y = f1_y if f1_y.__class__ is not list else objs[f1_y[0]]
         return obj
     return create, fill, create_from_record
-_register(_Position, '1241fb500b67d293', save=save_Position, load=load_Position, module=__name__)
+_register(_Position, '1241fb500b67d293', save=save_Position, load=load_Position, module=__name__, engine=2)
 
 
 # -- game.model.Sprite -------------------------------------------------------------------
@@ -744,14 +744,14 @@ def save_Sprite(walker):
     """game.model.Sprite, version 1: fields in __dict__ order."""
     ref, emit, index_of, shapes = walker.ref, walker.emitter(), walker.index_of, {}
 
-    def save(obj, cell):
+    def save(obj, cell, depth):
         d = obj.__dict__
         shape = tuple(d)
         t = shapes.get(shape)
         if t is None:
             t = shapes[shape] = index_of((_Sprite, shape), 'game.model.Sprite', 1, shape)
         cell[0] = False
-        emit(cell, t, [v if v.__class__ in _INLINE else ref(v) for v in d.values()])
+        emit(cell, t, [v if v.__class__ in _INLINE else ref(v, depth) for v in d.values()])
     return save
 
 
@@ -773,7 +773,7 @@ def load_Sprite(plan, objs):
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
     return create, fill, None
-_register(_Sprite, '698b3e773ab319bb', save=save_Sprite, load=load_Sprite, module=__name__)
+_register(_Sprite, '698b3e773ab319bb', save=save_Sprite, load=load_Sprite, module=__name__, engine=2)
 
 
 # -- game.model.Squad --------------------------------------------------------------------
@@ -782,14 +782,14 @@ def save_Squad(walker):
     """game.model.Squad, version 1: fields in __dict__ order."""
     ref, emit, index_of, shapes = walker.ref, walker.emitter(), walker.index_of, {}
 
-    def save(obj, cell):
+    def save(obj, cell, depth):
         d = obj.__dict__
         shape = tuple(d)
         t = shapes.get(shape)
         if t is None:
             t = shapes[shape] = index_of((_Squad, shape), 'game.model.Squad', 1, shape)
         cell[0] = False
-        emit(cell, t, [v if v.__class__ in _INLINE else ref(v) for v in d.values()])
+        emit(cell, t, [v if v.__class__ in _INLINE else ref(v, depth) for v in d.values()])
     return save
 
 
@@ -811,4 +811,4 @@ def load_Squad(plan, objs):
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
     return create, fill, None
-_register(_Squad, '21c897cad737ea1f', save=save_Squad, load=load_Squad, module=__name__)
+_register(_Squad, '21c897cad737ea1f', save=save_Squad, load=load_Squad, module=__name__, engine=2)
