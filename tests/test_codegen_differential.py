@@ -25,9 +25,9 @@ from autosave.direct import DirectWalker
 from autosave.format import decode, encode
 from autosave.generated import GENERATED
 from autosave.walk import Walker
-from codegen.cli import main as codegen_main
-from codegen.collect import collect
-from codegen.emit import kind_of
+from autosave_codegen.cli import main as codegen_main
+from autosave_codegen.collect import collect
+from autosave_codegen.emit import kind_of
 
 from helpers import NotIsomorphic, assert_isomorphic
 from package_strategies import ClassSpec, PackageSpec, package_specs, unique_name, write_package
@@ -201,7 +201,7 @@ def test_random_packages_give_the_same_bytes_in_processes_with_other_hash_seeds(
         directory = Path(tmp)
         name = write_package(spec, directory)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(directory), str(ROOT)]))
-        made = subprocess.run([sys.executable, "-m", "codegen", name], cwd=directory, env=env,
+        made = subprocess.run([sys.executable, "-m", "autosave_codegen", name], cwd=directory, env=env,
                               capture_output=True, text=True, timeout=300)
         assert made.returncode == 0, made.stderr
         seeds = random.Random(repr(spec)).sample(range(2 ** 32), 3)
