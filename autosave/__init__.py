@@ -23,11 +23,13 @@ from .files import dumps, load, loads, save
 from .log import Bookmark, CheckpointLog, LogLockedError, Position
 from .registry import allow, asset, assets, save_root, saveable, upgrade
 from .schema import transient
+from .extend import register
+from .adapters.base import Adapter, register_adapter
 from .coroutines import coroutine
 from .coroutines import adapter as _coroutine_adapter  # noqa: F401  (registers the record type)
 
 __all__ = [
-    "save_root", "saveable", "transient", "upgrade", "asset", "assets", "allow", "coroutine",
+    "save_root", "saveable", "register", "Adapter", "register_adapter", "transient", "upgrade", "asset", "assets", "allow", "coroutine",
     "dumps", "loads", "save", "load",
     "CheckpointLog", "Position", "Bookmark", "LogLockedError",
     "SaveError", "LoadError", "FormatError", "UntrustedTypeError",

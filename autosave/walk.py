@@ -12,6 +12,7 @@ Errors carry the object path from the root; the path is only computed when somet
 fails, so the common path pays nothing for it.
 """
 
+import copyreg
 import functools
 import operator
 import sys
@@ -235,6 +236,9 @@ class Walker:
         """Builtin containers get handlers without a per-object dispatch or copy."""
         if isinstance(adapter, WeakAdapter):
             return functools.partial(self.save_weak, adapter)
+        save_record = getattr(adapter, "save_record", None)
+        if save_record is not None:      # one type, several record kinds (numpy arrays)
+            return functools.partial(save_record, self)
         t = self.index_of(adapter)
         refs, parts = self.refs, adapter.parts
         if cls is list or cls is tuple:
@@ -404,7 +408,8 @@ class Walker:
         return self.refs(t, [None, obj._value_])
 
     def save_reduce(self, obj):
-        rv = obj.__reduce_ex__(4)
+        reducer = copyreg.dispatch_table.get(obj.__class__)   # as pickle honours it
+        rv = reducer(obj) if reducer is not None else obj.__reduce_ex__(4)
         if isinstance(rv, str):
             return [self.index_of(GLOBAL), f"{obj.__module__}.{rv}"]
         try:

@@ -16,7 +16,7 @@ import types
 from ..errors import FormatError, IncompatibleSaveError, UntrustedTypeError
 from ..loadcheck import bound_hook, class_attribute, exact, str_dict
 from ..registry import REGISTRY, stable_name
-from .base import ADAPTERS_BY_NAME, Adapter, register_adapter
+from .base import ADAPTERS_BY_NAME, ON_REGISTER, PENDING, Adapter, activate_pending, register_adapter
 
 
 def adapter_class_names():
@@ -41,6 +41,8 @@ class GlobalAdapter(Adapter):
 
     @classmethod
     def adapter_classes(cls):
+        if PENDING:
+            activate_pending()
         if cls._adapter_classes is None:
             cls._adapter_classes = adapter_class_names()
         return cls._adapter_classes
@@ -317,6 +319,7 @@ class ReduceAdapter(Adapter):
         newobj = func is copyreg.__newobj__
         if newobj:
             func, args = args[0], args[1:]
+        check_constructor(func)
         dict_flat = []
         for k, v in (dictitems or ()):
             dict_flat.extend((k, v))
@@ -356,6 +359,27 @@ class ReduceAdapter(Adapter):
             it = iter(dictitems)
             for k, v in zip(it, it):
                 setitem(k, v)
+
+
+def check_constructor(func):
+    """Refuse at save time a reduce value whose constructor a load would refuse:
+    a load constructs classes of the allowed namespaces and nothing else."""
+    if func in SAFE_CONSTRUCTORS:
+        return
+    where = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
+    if not isinstance(func, type):
+        raise LookupError(
+            f"its __reduce__ rebuilds it by calling the function {where}; a load calls "
+            f"no function a save names (only classes of the allowed namespaces), so it "
+            f"could not be loaded. Register an adapter with autosave.register(...) "
+            f"(docs/types.md), give the class __getstate__/__setstate__, or mark the "
+            f"field autosave.transient")
+    if not REGISTRY.is_allowed_module(func.__module__):
+        top = func.__module__.partition(".")[0]
+        raise LookupError(
+            f"its __reduce__ rebuilds it with the class {where}, outside the allowed "
+            f"namespaces, so a load would refuse it; call autosave.allow({top!r}) if you "
+            f"trust that package, or mark the field autosave.transient")
 
 
 def _public_names(what, names):
@@ -420,6 +444,7 @@ def _declared_slots(cls):
     return names
 
 
+ON_REGISTER.append(lambda: setattr(GlobalAdapter, "_adapter_classes", None))
 GLOBAL = register_adapter(GlobalAdapter())
 FUNCTION = register_adapter(FunctionAdapter())
 ASSET = register_adapter(AssetAdapter())
