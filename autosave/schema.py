@@ -184,7 +184,7 @@ def _c_reduces(cls):
         return False
     return any(n in klass.__dict__ for klass in solid.__mro__
                if klass is not object and klass not in BUILTIN_BASES
-               for n in ("__reduce_ex__", "__reduce__"))
+               for n in ("__reduce_ex__", "__reduce__", "__getnewargs__", "__getnewargs_ex__"))
 
 
 def _slot_names(klass):

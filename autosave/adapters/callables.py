@@ -7,6 +7,7 @@ class of the allowed namespaces, a pure standard-library name, a method the obje
 class defines, or a getter/caller naming public attributes only.
 """
 
+import builtins
 import copyreg
 import functools
 import operator
@@ -19,9 +20,21 @@ from ..registry import REGISTRY, stable_name
 from .base import ADAPTERS_BY_NAME, ON_REGISTER, PENDING, Adapter, activate_pending, register_adapter
 
 
+# The types of the builtins module, and of None, ... and NotImplemented: a save names
+# them like any class (as values: a load only returns them, docs/types.md).
+BUILTIN_TYPES = {f"builtins.{t.__name__}": t for t in (
+    *(v for v in vars(builtins).values() if isinstance(v, type)
+      and not issubclass(v, BaseException)),
+    type(None), type(...), type(NotImplemented))}
+
+
 def adapter_class_names():
-    return {a.name: a.types[0] for a in ADAPTERS_BY_NAME.values()
-            if len(a.types) >= 1 and stable_name(a.types[0]) == a.name}
+    """The classes a save may name with nothing allowed: the adapters' own types and
+    the builtin types."""
+    names = dict(BUILTIN_TYPES)
+    names.update({a.name: a.types[0] for a in ADAPTERS_BY_NAME.values()
+                  if len(a.types) >= 1 and stable_name(a.types[0]) == a.name})
+    return names
 
 
 class GlobalAdapter(Adapter):
