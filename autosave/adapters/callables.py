@@ -24,7 +24,7 @@ from .base import ADAPTERS_BY_NAME, ON_REGISTER, PENDING, Adapter, activate_pend
 # them like any class (as values: a load only returns them, docs/types.md).
 BUILTIN_TYPES = {f"builtins.{t.__name__}": t for t in (
     *(v for v in vars(builtins).values() if isinstance(v, type)
-      and not issubclass(v, BaseException)),
+      and v.__module__ == "builtins"),      # not __loader__: its methods import
     type(None), type(...), type(NotImplemented))}
 
 
@@ -364,11 +364,24 @@ class ReduceAdapter(Adapter):
             else:
                 apply_default_state(obj, state)
         if exact(listitems, list, "reduce list items"):
-            bound_hook(obj, "extend")(listitems)
+            extend = bound_hook(obj, "extend")
+            if extend is not None:
+                extend(listitems)
+            else:                    # as pickle: append one by one without extend
+                append = bound_hook(obj, "append")
+                if append is None:
+                    raise FormatError(f"the save gives list items to a "
+                                      f"{type(obj).__qualname__}, which has no extend "
+                                      f"or append")
+                for item in listitems:
+                    append(item)
         if exact(dictitems, list, "reduce dict items"):
             if len(dictitems) % 2:
                 raise FormatError("reduce dict items come in key, value pairs")
             setitem = bound_hook(obj, "__setitem__")
+            if setitem is None:
+                raise FormatError(f"the save gives dict items to a "
+                                  f"{type(obj).__qualname__}, which has no __setitem__")
             it = iter(dictitems)
             for k, v in zip(it, it):
                 setitem(k, v)
@@ -423,11 +436,26 @@ def _check_methodcaller(args):
     _public_names("a methodcaller", args[:1])
 
 
-# Standard-library classes whose constructors only store their arguments, each with
-# the check its arguments must pass.
+_PLAIN_VALUES = (str, int, float, bool, bytes, type(None))
+
+
+def _check_plain_values(args):
+    """``str(x)``, ``int(x, base)``...: only on plain values, whose conversion runs no
+    code of any object (a ``__reduce__`` returning ``(str, ("text",))``)."""
+    if len(args) > 2 or any(type(a) not in _PLAIN_VALUES for a in args):
+        raise UntrustedTypeError("a save may construct a builtin value type from plain "
+                                 "values only")
+    if any(type(a) is str and len(a) > 10_000 for a in args):
+        raise FormatError("a builtin value's text is too long")
+
+
+# Standard-library classes whose constructors only store their arguments, or convert
+# plain values, each with the check its arguments must pass.
 SAFE_CONSTRUCTORS = {operator.itemgetter: _check_itemgetter,
                      operator.attrgetter: _check_attrgetter,
-                     operator.methodcaller: _check_methodcaller}
+                     operator.methodcaller: _check_methodcaller,
+                     **dict.fromkeys((str, int, float, bool, bytes, complex),
+                                     _check_plain_values)}
 
 
 def apply_default_state(obj, state):
