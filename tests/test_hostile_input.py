@@ -53,7 +53,7 @@ class Bait:
 def forging_writer(monkeypatch):
     """autosave's writer refuses a reduce value its loader would refuse; these tests
     write such values on purpose (what a hostile writer would), so the check is off."""
-    monkeypatch.setattr(autosave.adapters.callables, "check_constructor", lambda func: None)
+    monkeypatch.setattr(autosave.adapters.callables, "check_constructor", lambda func, obj: None)
 
 
 class Call:

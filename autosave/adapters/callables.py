@@ -332,7 +332,7 @@ class ReduceAdapter(Adapter):
         newobj = func is copyreg.__newobj__
         if newobj:
             func, args = args[0], args[1:]
-        check_constructor(func)
+        check_constructor(func, obj)
         dict_flat = []
         for k, v in (dictitems or ()):
             dict_flat.extend((k, v))
@@ -387,15 +387,16 @@ class ReduceAdapter(Adapter):
                 setitem(k, v)
 
 
-def check_constructor(func):
+def check_constructor(func, obj):
     """Refuse at save time a reduce value whose constructor a load would refuse:
     a load constructs classes of the allowed namespaces and nothing else."""
     if func in SAFE_CONSTRUCTORS:
         return
     where = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
+    what = f"{type(obj).__module__}.{type(obj).__qualname__}"
     if not isinstance(func, type):
         raise LookupError(
-            f"its __reduce__ rebuilds it by calling the function {where}; a load calls "
+            f"{what}: its __reduce__ rebuilds it by calling the function {where}; a load calls "
             f"no function a save names (only classes of the allowed namespaces), so it "
             f"could not be loaded. Register an adapter with autosave.register(...) "
             f"(docs/types.md), give the class __getstate__/__setstate__, or mark the "
@@ -403,7 +404,7 @@ def check_constructor(func):
     if not REGISTRY.is_allowed_module(func.__module__):
         top = func.__module__.partition(".")[0]
         raise LookupError(
-            f"its __reduce__ rebuilds it with the class {where}, outside the allowed "
+            f"{what}: its __reduce__ rebuilds it with the class {where}, outside the allowed "
             f"namespaces, so a load would refuse it; call autosave.allow({top!r}) if you "
             f"trust that package, or mark the field autosave.transient")
 
