@@ -16,6 +16,12 @@ class _Lazy(dict):
         found = dict.get(self, key, _MISSING)
         if found is _MISSING:
             if not (PENDING and activate_pending()):
+                module = PENDING_NAMES.get(key) if type(key) is str else None
+                if module is not None and module in PENDING:
+                    from ..errors import IncompatibleSaveError
+                    raise IncompatibleSaveError(
+                        f"the save holds a {key}, and {module} is not imported; a load "
+                        f"imports nothing: import {module} before loading")
                 return default
             found = dict.get(self, key, default)
         return found
@@ -28,13 +34,16 @@ ADAPTERS_BY_NAME = _Lazy()   # stable type name -> adapter (load side)
 
 # module name -> function registering its adapters, run once that module is imported
 PENDING = {}
+PENDING_NAMES = {}           # record type name -> the module its adapter waits for
 ON_REGISTER = []             # callbacks dropping caches derived from the tables
 
 ALL = slice(1, None)
 
 
-def when_imported(module, register):
-    """Run ``register()`` as soon as ``module`` is in sys.modules (now, if it is)."""
+def when_imported(module, register, names=()):
+    """Run ``register()`` as soon as ``module`` is in sys.modules (now, if it is).
+    ``names``: the record types it registers, for an honest error meanwhile."""
+    PENDING_NAMES.update(dict.fromkeys(names, module))
     if module in sys.modules:
         register()
     else:

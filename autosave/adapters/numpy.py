@@ -428,5 +428,8 @@ def register_random():
     register_adapter(RandomStateAdapter(random))
 
 
-when_imported("numpy", register_numpy)
-when_imported("numpy.random", register_random)
+when_imported("numpy", register_numpy, ("numpy.dtype", "numpy.ndarray", "numpy.view",
+                                        "numpy.object_array", "numpy.scalar"))
+when_imported("numpy.random", register_random, ("numpy.random.BitGenerator",
+                                                "numpy.random.Generator",
+                                                "numpy.random.RandomState"))
