@@ -37,6 +37,7 @@ NO_DEFAULT = object()
 BUILTIN_BASES = (list, dict, set, frozenset, tuple, str, int, float, bytes, collections.deque)
 
 _HEAPTYPE = 1 << 9
+_IMMUTABLETYPE = 1 << 8
 
 
 @attrs.frozen
@@ -104,9 +105,11 @@ def _defines(cls, names, stop=object):
 
 
 def solid_base(cls):
-    """The nearest non-Python (C) class in the MRO: what the instance layout really is."""
+    """The nearest non-Python (C) class in the MRO: what the instance layout really is.
+    C classes made at run time (``_thread.lock``, most of the standard library's since
+    3.10) are heap types too, but immutable ones, which a class statement never makes."""
     for klass in cls.__mro__:
-        if not klass.__flags__ & _HEAPTYPE:
+        if not klass.__flags__ & _HEAPTYPE or klass.__flags__ & _IMMUTABLETYPE:
             return klass
     return object
 

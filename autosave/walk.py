@@ -224,11 +224,14 @@ class Walker:
             mod = cls.__module__.partition(".")[0]
             hint = ("" if mod not in sys.stdlib_module_names and mod != "builtins" else
                     " (a standard-library type autosave has no adapter for)")
+            # advice that works when followed: a C class itself cannot be given
+            # __getstate__; a Python subclass of one can
+            fix = ("register an adapter for it with autosave.register(...)" if cls is solid
+                   else "give the class __getstate__/__setstate__")
             raise SaveError(
                 f"{cls.__module__}.{cls.__qualname__} wraps a C object "
                 f"({solid.__module__}.{solid.__qualname__}) that cannot be saved{hint}; "
-                f"mark the field autosave.transient, or give the class "
-                f"__getstate__/__setstate__")
+                f"mark the field autosave.transient, or {fix}")
         REGISTRY.check_savable_name(cls, "class")
         return self.instance_handler(cls, schema)
 
@@ -536,6 +539,8 @@ def labelled_children(obj):
         state = obj.__getstate__()
         if isinstance(state, dict):
             yield from ((f".{k}", v) for k, v in state.items())
+    elif schema_of(type(obj)).strategy == "reduce":
+        yield from reduce_children(obj)
     else:
         schema = schema_of(type(obj))
         for name in schema.saved_slots:
@@ -545,3 +550,22 @@ def labelled_children(obj):
                 pass
         if schema.has_dict:
             yield from ((f".{k}", v) for k, v in obj.__dict__.items())
+
+
+def reduce_children(obj):
+    """What a __reduce__ value holds, labelled as in the object's own terms."""
+    reducer = copyreg.dispatch_table.get(type(obj))
+    rv = reducer(obj) if reducer is not None else obj.__reduce_ex__(4)
+    if isinstance(rv, str):
+        return
+    _, args, state, listitems, dictitems = (*rv, None, None, None, None)[:5]
+    yield from ((f".<arg {i}>", a) for i, a in enumerate(args or ()))
+    if isinstance(state, tuple) and len(state) == 2:     # (dict, slots)
+        state = {**(state[0] or {}), **(state[1] or {})}
+    if isinstance(state, dict):
+        yield from ((f".{k}", v) for k, v in state.items())
+    elif state is not None:
+        yield ".<state>", state
+    yield from ((f"[{i}]", v) for i, v in enumerate(listitems or ()))
+    for k, v in (dictitems or ()):
+        yield f"[{k!r}]", v

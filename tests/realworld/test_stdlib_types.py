@@ -237,3 +237,26 @@ def test_reduce_into_builtin_value_types_takes_plain_values_only():
     f = Forge()
     f.reduce(f.glob("builtins.int"), args=["12", 10])
     assert loads(f.bytes()) == 12
+
+
+class Pouch:
+    """Saved through __reduce__, holding what cannot be saved."""
+    def __init__(self, items):
+        self.items = items
+
+    def __reduce__(self):
+        return (Pouch, (self.items,), {"owner": "x"})
+
+
+def test_errors_inside_a_reduce_value_give_the_real_path():
+    import threading
+    with pytest.raises(SaveError) as e:
+        dumps({"x": {"purse": [0, Pouch([1, threading.Lock()])]}})
+    assert e.value.path == "root['x']['purse'][1].<arg 0>[1]", e.value.path
+
+
+def test_advice_for_c_objects_is_advice_that_works():
+    import threading
+    autosave.allow("_thread")               # what older versions advised: no help
+    with pytest.raises(SaveError, match=r"_thread.lock wraps a C object .*autosave.register"):
+        dumps({"lock": threading.Lock()})
