@@ -275,17 +275,27 @@ class ScalarAdapter(Adapter):
     name = "numpy.scalar"
 
     def parts(self, obj):
-        if obj.dtype.hasobject:
+        dtype = obj.dtype
+        if dtype.hasobject:
             raise TypeError("a numpy scalar holding Python objects cannot be saved")
-        return [obj.dtype, obj.tobytes()]
+        if dtype.kind in "biuf" and dtype.itemsize <= 8:
+            return [dtype, obj.item()]      # exact as a Python bool, int or float
+        return [dtype, obj.tobytes()]
 
     def build(self, vals):
         dtype, raw = vals[1:]
         dtype = _dtype(dtype)
-        exact(raw, bytes, "a numpy scalar's data")
+        kind = type(raw)
+        if kind is not bytes:
+            if dtype.kind not in "biuf" or dtype.itemsize > 8 or kind not in _ITEM_TYPES[dtype.kind]:
+                raise FormatError(f"a numpy scalar of dtype {dtype.str} holds a {kind.__name__}")
+            return dtype.type(raw)          # out of range: OverflowError, a FormatError
         if dtype.hasobject or len(raw) != dtype.itemsize:
             raise FormatError(f"a numpy scalar of dtype {dtype.str} holds {len(raw)} bytes")
         return np.frombuffer(raw, dtype=dtype)[0].copy()
+
+
+_ITEM_TYPES = {"b": (bool,), "i": (int,), "u": (int,), "f": (float,)}
 
 
 # -- dispatch: one save handler for every ndarray ------------------------------------------
@@ -327,7 +337,7 @@ class BitGeneratorAdapter(Adapter):
         self.types = tuple(self.kinds.values())
 
     def parts(self, obj):
-        return [type(obj).__name__, obj.state]
+        return [type(obj).__name__, wide_ints_boxed(obj.state)]
 
     def allocate(self, rec):
         if len(rec) != 3 or type(rec[1]) is not str or rec[1] not in self.kinds:
@@ -339,7 +349,34 @@ class BitGeneratorAdapter(Adapter):
         check_state(state, 0)
         if state.get("bit_generator") != type(obj).__name__:
             raise FormatError("a numpy bit generator's state is for another kind")
-        obj.state = state                   # numpy's setter checks the rest
+        obj.state = wide_ints_unboxed(state)   # numpy's setter checks the rest
+
+
+# PCG64 and Philox states hold 128-bit ints; msgpack holds 64. They are written as
+# (little-endian two's complement bytes,): a save's states hold no other tuples.
+_INT_MIN, _INT_END = -(1 << 63), 1 << 64
+
+
+def wide_ints_boxed(state):
+    out = {}
+    for key, value in state.items():
+        if type(value) is dict:
+            value = wide_ints_boxed(value)
+        elif type(value) is int and not _INT_MIN <= value < _INT_END:
+            value = (value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True),)
+        out[key] = value
+    return out
+
+
+def wide_ints_unboxed(state):
+    out = {}
+    for key, value in state.items():
+        if type(value) is dict:
+            value = wide_ints_unboxed(value)
+        elif type(value) is tuple:
+            value = int.from_bytes(value[0], "little", signed=True)
+        out[key] = value
+    return out
 
 
 def check_state(state, depth):
@@ -354,6 +391,9 @@ def check_state(state, depth):
         elif type(value) is np.ndarray:
             if value.dtype.hasobject:
                 raise FormatError("a numpy bit generator state holds no objects")
+        elif type(value) is tuple:
+            if len(value) != 1 or type(value[0]) is not bytes or len(value[0]) > 64:
+                raise FormatError("a numpy bit generator state's wide int is (bytes,)")
         elif type(value) not in (int, str, float):
             raise FormatError(f"a numpy bit generator state holds a {type(value).__name__}")
 

@@ -226,3 +226,18 @@ def test_scalar_records_hold_exactly_one_item():
         forged(lambda f: f.rec("numpy.scalar", dtype(f, "<f8"), bytes(9)))
     with pytest.raises(FormatError):
         forged(lambda f: f.rec("numpy.scalar", dtype(f, "|O"), bytes(8)))
+
+
+def test_wide_generator_states_and_plain_scalars_are_checked():
+    def state(f, inc):
+        inner = f.rec("builtins.dict", "state", 1, "inc", inc)
+        return f.rec("builtins.dict", "bit_generator", "PCG64", "state", inner,
+                     "has_uint32", 0, "uinteger", 0)
+    with pytest.raises(FormatError, match="wide int"):
+        forged(lambda f: f.rec("numpy.random.BitGenerator", "PCG64",
+                               state(f, f.rec("builtins.tuple", "x"))))
+    with pytest.raises(FormatError):
+        forged(lambda f: f.rec("numpy.scalar", dtype(f, "|i1"), 300))
+    with pytest.raises(FormatError, match="holds a str"):
+        forged(lambda f: f.rec("numpy.scalar", dtype(f, "<f8"), "1e3"))
+    assert forged(lambda f: f.rec("numpy.scalar", dtype(f, "<u8"), 2 ** 64 - 1)) == 2 ** 64 - 1
