@@ -533,7 +533,14 @@ def labelled_children(obj):
         yield ".func", obj.func
         yield from ((f".args[{i}]", a) for i, a in enumerate(obj.args))
         yield from ((f".keywords[{k!r}]", v) for k, v in obj.keywords.items())
-    elif isinstance(obj, type) or type(obj).__module__ == "builtins" or type(obj) in ADAPTERS_BY_TYPE:
+    elif isinstance(obj, type):
+        return
+    elif type(obj) in ADAPTERS_BY_TYPE:
+        adapter = ADAPTERS_BY_TYPE[type(obj)]
+        if not hasattr(adapter, "save_record") and not isinstance(adapter, WeakAdapter):
+            yield from ((f".<part {i}>", p) for i, p in enumerate(adapter.parts(obj)))
+        return
+    elif type(obj).__module__ == "builtins":
         return
     elif schema_of(type(obj)).strategy == "state":
         state = obj.__getstate__()

@@ -16,7 +16,7 @@ import types
 
 from ..errors import FormatError, IncompatibleSaveError, UntrustedTypeError
 from ..loadcheck import bound_hook, class_attribute, exact, str_dict
-from ..registry import REGISTRY, stable_name
+from ..registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
 from .base import ADAPTERS_BY_NAME, ON_REGISTER, PENDING, Adapter, activate_pending, register_adapter
 
 
@@ -50,6 +50,13 @@ class GlobalAdapter(Adapter):
         name = stable_name(obj)
         if name in cls.adapter_classes():
             return name
+        module = getattr(obj, "__module__", None) or ""
+        if module.startswith("_") and name not in SAFE_STDLIB_NAMES:
+            # operator.add is _operator.add: saved under the public name it is listed by
+            public = f"{module[1:]}.{obj.__qualname__}"
+            home = sys.modules.get(module[1:])
+            if public in SAFE_STDLIB_NAMES and getattr(home, obj.__qualname__, None) is obj:
+                return public
         return REGISTRY.check_savable_name(obj, "class" if isinstance(obj, type) else "function")
 
     @classmethod

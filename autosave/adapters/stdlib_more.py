@@ -231,6 +231,42 @@ class IsliceAdapter(Adapter):
         return out
 
 
+class ItertoolAdapter(Adapter):
+    """[args..., state]: ``takewhile``/``dropwhile`` [function, iterator, flag],
+    ``starmap`` [function, iterator, None], ``compress`` [data, selectors, None],
+    ``accumulate`` [iterator, function or None, running total], ``zip_longest``
+    [iterators..., fillvalue]. Functions are stored, never called; iterators must be
+    iterators and are not advanced."""
+    build_finished = slice(1, None)
+
+    def __init__(self, cls, spec):
+        self.cls, self.types, self.spec = cls, (cls,), spec
+        self.name = f"itertools.{cls.__name__}"
+
+    def parts(self, obj):
+        rv = _reduce(obj)
+        return [*rv[1], rv[2] if len(rv) > 2 else None]
+
+    def build(self, vals):
+        *args, state = vals[1:]
+        spec = self.spec * len(args) if self.spec == "i" else self.spec
+        if len(args) != len(spec) or not args:
+            raise FormatError(f"an {self.name} record holds {len(spec)} arguments")
+        for kind, arg in zip(spec, args):
+            if kind == "i":
+                iter_only(arg)
+            elif not callable(arg) and not (kind == "F" and arg is None):
+                raise FormatError(f"an {self.name} record holds a function")
+        if self.cls is itertools.zip_longest:
+            return itertools.zip_longest(*args, fillvalue=state)
+        out = self.cls(*args)
+        if state is not None:
+            if self.cls in (itertools.takewhile, itertools.dropwhile) and type(state) not in (int, bool):
+                raise FormatError(f"an {self.name} record's flag is an int")
+            _setstate(out, state)
+        return out
+
+
 STRUCTSEQS = {f"{t.__module__}.{t.__name__}": t for t in (
     time.struct_time, os.stat_result, os.terminal_size, os.times_result,
     os.uname_result, getattr(os, "statvfs_result", os.stat_result))}
@@ -334,5 +370,9 @@ for _adapter in (DecimalContextAdapter, ArrayAdapter, PatternAdapter, ChainMapAd
                  MappingProxyAdapter, CycleAdapter, RepeatAdapter, ChainAdapter,
                  IsliceAdapter, StructseqAdapter, AliasAdapter, LoggerAdapter):
     register_adapter(_adapter())
+for _cls, _spec in ((itertools.takewhile, "fi"), (itertools.dropwhile, "fi"),
+                    (itertools.starmap, "fi"), (itertools.compress, "ii"),
+                    (itertools.accumulate, "iF"), (itertools.zip_longest, "i")):
+    register_adapter(ItertoolAdapter(_cls, _spec))
 for _cls in (staticmethod, classmethod):
     register_adapter(MethodWrapperAdapter(_cls))

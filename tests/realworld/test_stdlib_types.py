@@ -260,3 +260,36 @@ def test_advice_for_c_objects_is_advice_that_works():
     autosave.allow("_thread")               # what older versions advised: no help
     with pytest.raises(SaveError, match=r"_thread.lock wraps a C object .*autosave.register"):
         dumps({"lock": threading.Lock()})
+
+
+def test_more_stateful_itertools_continue_without_being_consumed_by_the_load():
+    import operator
+    source = iter(range(10))
+    drop = itertools.dropwhile(_below_3, iter(range(8)))
+    next(drop)
+    acc = itertools.accumulate(iter([1, 2, 3, 4]), operator.add, initial=10)
+    next(acc), next(acc)
+    state = {"take": itertools.takewhile(_below_3, source), "src": source, "drop": drop,
+             "star": itertools.starmap(pow, iter([(2, 3), (3, 2)])),
+             "comp": itertools.compress(iter("abcd"), iter([1, 0, 1, 1])), "acc": acc,
+             "zl": itertools.zip_longest(iter([1]), iter([2, 3]), fillvalue="-")}
+    out = roundtrip(state)
+    assert next(out["src"]) == 0                    # shared with takewhile, not advanced
+    assert list(out["take"]) == [1, 2] and list(out["drop"]) == [4, 5, 6, 7]
+    assert list(out["star"]) == [8, 9] and list(out["comp"]) == ["a", "c", "d"]
+    assert list(out["acc"]) == [13, 16, 20] and list(out["zl"]) == [(1, 2), ("-", 3)]
+
+
+def _below_3(x):
+    return x < 3
+
+
+def test_forged_itertools_records_hold_iterators_and_functions():
+    f = Forge()
+    f.rec("itertools.takewhile", f.glob("builtins.len"), f.rec("builtins.list", 1, 2), 0)
+    with pytest.raises(FormatError, match="expected an iterator"):
+        loads(f.bytes())
+    f = Forge()
+    f.rec("itertools.starmap", 5, f.rec("builtins.list_iterator", f.rec("builtins.list"), 0), None)
+    with pytest.raises(FormatError, match="holds a function"):
+        loads(f.bytes())
