@@ -168,8 +168,8 @@ def _user_defines(cls, names):
     generated methods do not count.
     """
     klass = _defines(cls, names)
-    if klass is None or not klass.__flags__ & _HEAPTYPE:
-        return False
+    if klass is None or not klass.__flags__ & _HEAPTYPE or klass.__flags__ & _IMMUTABLETYPE:
+        return False              # a C class's own (io.BytesIO's is a heap type since 3.12)
     for n in names:
         fn = klass.__dict__.get(n)
         module = getattr(fn, "__module__", None) or ""
