@@ -133,6 +133,14 @@ class Registry:
                 f"{what} {name} is outside the allowed namespaces, so a load would refuse it; "
                 f"call autosave.allow({_top(module or '?')!r}) if you trust that package, "
                 f"or mark the field autosave.transient")
+        if what == "class" and _lookup(module, obj.__qualname__) is not obj:
+            # made by type(), or replaced under its name since: a load would find
+            # something else, or nothing
+            raise SaveError(
+                f"{what} {name} cannot be found again by its name (module {module!r} has "
+                f"no attribute path {obj.__qualname__!r} leading to it: made by type() or "
+                f"replaced since?); define it at module level, or give it "
+                f"@autosave.saveable(name=...)")
         return name
 
     # -- resolution on load ----------------------------------------------------------
@@ -170,8 +178,8 @@ class Registry:
                         f"the save refers to {what} {name!r}, which reaches module "
                         f"{obj.__name__!r} through {module_name!r}'s imports; that module "
                         f"is outside the allowed namespaces")
-                if obj is None or isinstance(obj, types.ModuleType):
-                    break         # allowed modules are reached by import, not attributes
+                if obj is None:
+                    break         # a module reached through an attribute is allowed (above)
             else:
                 return self._checked_home(obj, name, what)
         raise IncompatibleSaveError(
@@ -189,6 +197,15 @@ class Registry:
                 f"the save refers to {what} {name!r}, which leads to "
                 f"{home}.{getattr(obj, '__qualname__', '?')}, outside the allowed namespaces")
         return obj
+
+
+def _lookup(module_name, qualname):
+    """What ``module.qualname`` names now, by attribute lookup in sys.modules (no
+    import), or None."""
+    obj = sys.modules.get(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None) if obj is not None else None
+    return obj
 
 
 def stable_name(obj):

@@ -4,7 +4,11 @@ The walker and the rebuilder interpret schemas; a code generator can emit straig
 code from the same data. Strategies, chosen in this order:
 
 * ``enum``     an Enum member, saved by member name
-* ``reduce``   the class defines ``__reduce_ex__``/``__reduce__`` itself
+* ``reduce``   the class defines ``__reduce_ex__``/``__reduce__`` itself, or a C class
+               it extends does (pygame's Rect, Vector2...), or ``copyreg.dispatch_table``
+               has an entry for it; the walk refuses a reduce value a load would
+               refuse (a constructor that is a function, or a class outside the
+               allowed namespaces)
 * ``state``    the class defines ``__getstate__`` or ``__setstate__`` itself
 * ``instance`` everything else: slot values and ``__dict__`` entries as fields, plus the
                base value when the class subclasses list/dict/set/frozenset/tuple/str/
@@ -12,6 +16,7 @@ code from the same data. Strategies, chosen in this order:
 """
 
 import collections
+import copyreg
 import dataclasses
 import enum
 from types import MappingProxyType
@@ -32,6 +37,7 @@ NO_DEFAULT = object()
 BUILTIN_BASES = (list, dict, set, frozenset, tuple, str, int, float, bytes, collections.deque)
 
 _HEAPTYPE = 1 << 9
+_IMMUTABLETYPE = 1 << 8
 
 
 @attrs.frozen
@@ -99,9 +105,11 @@ def _defines(cls, names, stop=object):
 
 
 def solid_base(cls):
-    """The nearest non-Python (C) class in the MRO: what the instance layout really is."""
+    """The nearest non-Python (C) class in the MRO: what the instance layout really is.
+    C classes made at run time (``_thread.lock``, most of the standard library's since
+    3.10) are heap types too, but immutable ones, which a class statement never makes."""
     for klass in cls.__mro__:
-        if not klass.__flags__ & _HEAPTYPE:
+        if not klass.__flags__ & _HEAPTYPE or klass.__flags__ & _IMMUTABLETYPE:
             return klass
     return object
 
@@ -116,7 +124,8 @@ def _build(cls):
     version = class_version(cls)
     if issubclass(cls, enum.Enum):
         strategy = "enum"
-    elif _user_defines(cls, ("__reduce_ex__", "__reduce__")):
+    elif (_user_defines(cls, ("__reduce_ex__", "__reduce__")) or _c_reduces(cls)
+          or cls in copyreg.dispatch_table):
         strategy = "reduce"
     elif _user_defines(cls, ("__getstate__", "__setstate__")):
         strategy = "state"
@@ -159,14 +168,26 @@ def _user_defines(cls, names):
     generated methods do not count.
     """
     klass = _defines(cls, names)
-    if klass is None or not klass.__flags__ & _HEAPTYPE:
-        return False
+    if klass is None or not klass.__flags__ & _HEAPTYPE or klass.__flags__ & _IMMUTABLETYPE:
+        return False              # a C class's own (io.BytesIO's is a heap type since 3.12)
     for n in names:
         fn = klass.__dict__.get(n)
         module = getattr(fn, "__module__", None) or ""
         if fn is not None and not (module == "dataclasses" or module.startswith("attr")):
             return True
     return False
+
+
+def _c_reduces(cls):
+    """Whether the C class cls's instances really are (its solid base) defines its own
+    ``__reduce_ex__``/``__reduce__``: that is how such a type says what it is made
+    of. The builtin bases autosave saves itself (list, deque...) do not count."""
+    solid = solid_base(cls)
+    if solid is object or solid in BUILTIN_BASES:
+        return False
+    return any(n in klass.__dict__ for klass in solid.__mro__
+               if klass is not object and klass not in BUILTIN_BASES
+               for n in ("__reduce_ex__", "__reduce__", "__getnewargs__", "__getnewargs_ex__"))
 
 
 def _slot_names(klass):

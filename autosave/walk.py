@@ -12,6 +12,7 @@ Errors carry the object path from the root; the path is only computed when somet
 fails, so the common path pays nothing for it.
 """
 
+import copyreg
 import functools
 import operator
 import sys
@@ -252,11 +253,14 @@ class Walker:
             mod = cls.__module__.partition(".")[0]
             hint = ("" if mod not in sys.stdlib_module_names and mod != "builtins" else
                     " (a standard-library type autosave has no adapter for)")
+            # advice that works when followed: a C class itself cannot be given
+            # __getstate__; a Python subclass of one can
+            fix = ("register an adapter for it with autosave.register(...)" if cls is solid
+                   else "give the class __getstate__/__setstate__")
             raise SaveError(
                 f"{cls.__module__}.{cls.__qualname__} wraps a C object "
                 f"({solid.__module__}.{solid.__qualname__}) that cannot be saved{hint}; "
-                f"mark the field autosave.transient, or give the class "
-                f"__getstate__/__setstate__")
+                f"mark the field autosave.transient, or {fix}")
         REGISTRY.check_savable_name(cls, "class")
         return self.instance_handler(cls, schema)
 
@@ -264,6 +268,9 @@ class Walker:
         """Builtin containers get handlers without a per-object dispatch or copy."""
         if isinstance(adapter, WeakAdapter):
             return functools.partial(self.save_weak, adapter)
+        save_record = getattr(adapter, "save_record", None)
+        if save_record is not None:      # one type, several record kinds (numpy arrays)
+            return functools.partial(save_record, self)
         t = self.index_of(adapter)
         refs, parts = self.refs, adapter.parts
         if cls is list or cls is tuple:
@@ -432,7 +439,8 @@ class Walker:
         return self.refs(t, [None, obj._value_])
 
     def save_reduce(self, obj):
-        rv = obj.__reduce_ex__(4)
+        reducer = copyreg.dispatch_table.get(obj.__class__)   # as pickle honours it
+        rv = reducer(obj) if reducer is not None else obj.__reduce_ex__(4)
         if isinstance(rv, str):
             return [self.index_of(GLOBAL), f"{obj.__module__}.{rv}"]
         try:
@@ -552,12 +560,21 @@ def labelled_children(obj):
         yield ".func", obj.func
         yield from ((f".args[{i}]", a) for i, a in enumerate(obj.args))
         yield from ((f".keywords[{k!r}]", v) for k, v in obj.keywords.items())
-    elif isinstance(obj, type) or type(obj).__module__ == "builtins" or type(obj) in ADAPTERS_BY_TYPE:
+    elif isinstance(obj, type):
+        return
+    elif type(obj) in ADAPTERS_BY_TYPE:
+        adapter = ADAPTERS_BY_TYPE[type(obj)]
+        if not hasattr(adapter, "save_record") and not isinstance(adapter, WeakAdapter):
+            yield from ((f".<part {i}>", p) for i, p in enumerate(adapter.parts(obj)))
+        return
+    elif type(obj).__module__ == "builtins":
         return
     elif schema_of(type(obj)).strategy == "state":
         state = obj.__getstate__()
         if isinstance(state, dict):
             yield from ((f".{k}", v) for k, v in state.items())
+    elif schema_of(type(obj)).strategy == "reduce":
+        yield from reduce_children(obj)
     else:
         schema = schema_of(type(obj))
         for name in schema.saved_slots:
@@ -567,3 +584,22 @@ def labelled_children(obj):
                 pass
         if schema.has_dict:
             yield from ((f".{k}", v) for k, v in obj.__dict__.items())
+
+
+def reduce_children(obj):
+    """What a __reduce__ value holds, labelled as in the object's own terms."""
+    reducer = copyreg.dispatch_table.get(type(obj))
+    rv = reducer(obj) if reducer is not None else obj.__reduce_ex__(4)
+    if isinstance(rv, str):
+        return
+    _, args, state, listitems, dictitems = (*rv, None, None, None, None)[:5]
+    yield from ((f".<arg {i}>", a) for i, a in enumerate(args or ()))
+    if isinstance(state, tuple) and len(state) == 2:     # (dict, slots)
+        state = {**(state[0] or {}), **(state[1] or {})}
+    if isinstance(state, dict):
+        yield from ((f".{k}", v) for k, v in state.items())
+    elif state is not None:
+        yield ".<state>", state
+    yield from ((f"[{i}]", v) for i, v in enumerate(listitems or ()))
+    for k, v in (dictitems or ()):
+        yield f"[{k!r}]", v

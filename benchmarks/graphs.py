@@ -183,6 +183,13 @@ def same_graph(a, b):
             if len(x) != len(y) or getattr(x, "maxlen", None) != getattr(y, "maxlen", None):
                 fail(f"lengths {len(x)} != {len(y)}")
             stack.extend((vx, vy, here, i) for i, (vx, vy) in enumerate(zip(x, y)))
+        elif type(x).__module__ == "numpy" and hasattr(x, "dtype"):     # arrays, scalars
+            if (x.dtype != y.dtype or x.shape != y.shape
+                    or (x.tolist() != y.tolist() if x.dtype.hasobject else x.tobytes() != y.tobytes())):
+                fail("numpy values differ")
+        elif hasattr(x, "bit_generator"):                                 # numpy generators
+            if x.bit_generator.state != y.bit_generator.state:
+                fail("generator state differs")
         elif isinstance(x, (enum.Enum, type)) or callable(x):
             fail(f"{x!r:.80} came back as a different object")
         else:
@@ -275,7 +282,13 @@ def deep_call(fn, *args, **kwargs):
     return outcome["value"]
 
 
+def numpy_graph():
+    from numpy_scene import numpy_scene      # numpy is optional
+    return numpy_scene()
+
+
 GRAPHS = {
     "level-15k": level_graph,
     "world-100k": world_graph,
+    "numpy-scene": numpy_graph,
 }

@@ -1,9 +1,61 @@
 """The adapter protocol and the dispatch tables keyed by type and by stable name."""
 
-ADAPTERS_BY_TYPE = {}   # exact Python type -> adapter (save side)
-ADAPTERS_BY_NAME = {}   # stable type name -> adapter (load side)
+import sys
+
+
+class _Lazy(dict):
+    """A dispatch table that registers the adapters of an optional package (numpy,
+    pygame) the first time a lookup misses after the game imported that package.
+
+    Adapters for optional packages live in autosave's own modules, imported with
+    autosave; they never import the package themselves, so a load imports nothing:
+    a package the game did not import has no adapters, and no save can ask for it.
+    """
+
+    def get(self, key, default=None):
+        found = dict.get(self, key, _MISSING)
+        if found is _MISSING:
+            if not (PENDING and activate_pending()):
+                module = PENDING_NAMES.get(key) if type(key) is str else None
+                if module is not None and module in PENDING:
+                    from ..errors import IncompatibleSaveError
+                    raise IncompatibleSaveError(
+                        f"the save holds a {key}, and {module} is not imported; a load "
+                        f"imports nothing: import {module} before loading")
+                return default
+            found = dict.get(self, key, default)
+        return found
+
+
+_MISSING = object()
+
+ADAPTERS_BY_TYPE = _Lazy()   # exact Python type -> adapter (save side)
+ADAPTERS_BY_NAME = _Lazy()   # stable type name -> adapter (load side)
+
+# module name -> function registering its adapters, run once that module is imported
+PENDING = {}
+PENDING_NAMES = {}           # record type name -> the module its adapter waits for
+ON_REGISTER = []             # callbacks dropping caches derived from the tables
 
 ALL = slice(1, None)
+
+
+def when_imported(module, register, names=()):
+    """Run ``register()`` as soon as ``module`` is in sys.modules (now, if it is).
+    ``names``: the record types it registers, for an honest error meanwhile."""
+    PENDING_NAMES.update(dict.fromkeys(names, module))
+    if module in sys.modules:
+        register()
+    else:
+        PENDING[module] = register
+
+
+def activate_pending():
+    """Register the adapters of every pending package imported since; True if any."""
+    ready = [m for m in PENDING if m in sys.modules]
+    for module in ready:
+        PENDING.pop(module)()
+    return bool(ready)
 
 
 class Adapter:
@@ -41,9 +93,11 @@ class Adapter:
 
 
 def register_adapter(adapter):
-    if adapter.name in ADAPTERS_BY_NAME:
+    if dict.get(ADAPTERS_BY_NAME, adapter.name) is not None:
         raise ValueError(f"an adapter named {adapter.name!r} already exists")
     ADAPTERS_BY_NAME[adapter.name] = adapter
     for t in adapter.types:
         ADAPTERS_BY_TYPE[t] = adapter
+    for callback in ON_REGISTER:
+        callback()
     return adapter

@@ -7,6 +7,7 @@ class of the allowed namespaces, a pure standard-library name, a method the obje
 class defines, or a getter/caller naming public attributes only.
 """
 
+import builtins
 import copyreg
 import functools
 import operator
@@ -15,13 +16,25 @@ import types
 
 from ..errors import FormatError, IncompatibleSaveError, UntrustedTypeError
 from ..loadcheck import bound_hook, class_attribute, exact, str_dict
-from ..registry import REGISTRY, stable_name
-from .base import ADAPTERS_BY_NAME, Adapter, register_adapter
+from ..registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
+from .base import ADAPTERS_BY_NAME, ON_REGISTER, PENDING, Adapter, activate_pending, register_adapter
+
+
+# The types of the builtins module, and of None, ... and NotImplemented: a save names
+# them like any class (as values: a load only returns them, docs/types.md).
+BUILTIN_TYPES = {f"builtins.{t.__name__}": t for t in (
+    *(v for v in vars(builtins).values() if isinstance(v, type)
+      and v.__module__ == "builtins"),      # not __loader__: its methods import
+    type(None), type(...), type(NotImplemented))}
 
 
 def adapter_class_names():
-    return {a.name: a.types[0] for a in ADAPTERS_BY_NAME.values()
-            if len(a.types) >= 1 and stable_name(a.types[0]) == a.name}
+    """The classes a save may name with nothing allowed: the adapters' own types and
+    the builtin types."""
+    names = dict(BUILTIN_TYPES)
+    names.update({a.name: a.types[0] for a in ADAPTERS_BY_NAME.values()
+                  if len(a.types) >= 1 and stable_name(a.types[0]) == a.name})
+    return names
 
 
 class GlobalAdapter(Adapter):
@@ -37,10 +50,19 @@ class GlobalAdapter(Adapter):
         name = stable_name(obj)
         if name in cls.adapter_classes():
             return name
+        module = getattr(obj, "__module__", None) or ""
+        if module.startswith("_") and name not in SAFE_STDLIB_NAMES:
+            # operator.add is _operator.add: saved under the public name it is listed by
+            public = f"{module[1:]}.{obj.__qualname__}"
+            home = sys.modules.get(module[1:])
+            if public in SAFE_STDLIB_NAMES and getattr(home, obj.__qualname__, None) is obj:
+                return public
         return REGISTRY.check_savable_name(obj, "class" if isinstance(obj, type) else "function")
 
     @classmethod
     def adapter_classes(cls):
+        if PENDING:
+            activate_pending()
         if cls._adapter_classes is None:
             cls._adapter_classes = adapter_class_names()
         return cls._adapter_classes
@@ -317,6 +339,7 @@ class ReduceAdapter(Adapter):
         newobj = func is copyreg.__newobj__
         if newobj:
             func, args = args[0], args[1:]
+        check_constructor(func, obj)
         dict_flat = []
         for k, v in (dictitems or ()):
             dict_flat.extend((k, v))
@@ -348,14 +371,49 @@ class ReduceAdapter(Adapter):
             else:
                 apply_default_state(obj, state)
         if exact(listitems, list, "reduce list items"):
-            bound_hook(obj, "extend")(listitems)
+            extend = bound_hook(obj, "extend")
+            if extend is not None:
+                extend(listitems)
+            else:                    # as pickle: append one by one without extend
+                append = bound_hook(obj, "append")
+                if append is None:
+                    raise FormatError(f"the save gives list items to a "
+                                      f"{type(obj).__qualname__}, which has no extend "
+                                      f"or append")
+                for item in listitems:
+                    append(item)
         if exact(dictitems, list, "reduce dict items"):
             if len(dictitems) % 2:
                 raise FormatError("reduce dict items come in key, value pairs")
             setitem = bound_hook(obj, "__setitem__")
+            if setitem is None:
+                raise FormatError(f"the save gives dict items to a "
+                                  f"{type(obj).__qualname__}, which has no __setitem__")
             it = iter(dictitems)
             for k, v in zip(it, it):
                 setitem(k, v)
+
+
+def check_constructor(func, obj):
+    """Refuse at save time a reduce value whose constructor a load would refuse:
+    a load constructs classes of the allowed namespaces and nothing else."""
+    if func in SAFE_CONSTRUCTORS:
+        return
+    where = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
+    what = f"{type(obj).__module__}.{type(obj).__qualname__}"
+    if not isinstance(func, type):
+        raise LookupError(
+            f"{what}: its __reduce__ rebuilds it by calling the function {where}; a load calls "
+            f"no function a save names (only classes of the allowed namespaces), so it "
+            f"could not be loaded. Register an adapter with autosave.register(...) "
+            f"(docs/types.md), give the class __getstate__/__setstate__, or mark the "
+            f"field autosave.transient")
+    if not REGISTRY.is_allowed_module(func.__module__):
+        top = func.__module__.partition(".")[0]
+        raise LookupError(
+            f"{what}: its __reduce__ rebuilds it with the class {where}, outside the allowed "
+            f"namespaces, so a load would refuse it; call autosave.allow({top!r}) if you "
+            f"trust that package, or mark the field autosave.transient")
 
 
 def _public_names(what, names):
@@ -386,11 +444,26 @@ def _check_methodcaller(args):
     _public_names("a methodcaller", args[:1])
 
 
-# Standard-library classes whose constructors only store their arguments, each with
-# the check its arguments must pass.
+_PLAIN_VALUES = (str, int, float, bool, bytes, type(None))
+
+
+def _check_plain_values(args):
+    """``str(x)``, ``int(x, base)``...: only on plain values, whose conversion runs no
+    code of any object (a ``__reduce__`` returning ``(str, ("text",))``)."""
+    if len(args) > 2 or any(type(a) not in _PLAIN_VALUES for a in args):
+        raise UntrustedTypeError("a save may construct a builtin value type from plain "
+                                 "values only")
+    if any(type(a) is str and len(a) > 10_000 for a in args):
+        raise FormatError("a builtin value's text is too long")
+
+
+# Standard-library classes whose constructors only store their arguments, or convert
+# plain values, each with the check its arguments must pass.
 SAFE_CONSTRUCTORS = {operator.itemgetter: _check_itemgetter,
                      operator.attrgetter: _check_attrgetter,
-                     operator.methodcaller: _check_methodcaller}
+                     operator.methodcaller: _check_methodcaller,
+                     **dict.fromkeys((str, int, float, bool, bytes, complex),
+                                     _check_plain_values)}
 
 
 def apply_default_state(obj, state):
@@ -420,6 +493,7 @@ def _declared_slots(cls):
     return names
 
 
+ON_REGISTER.append(lambda: setattr(GlobalAdapter, "_adapter_classes", None))
 GLOBAL = register_adapter(GlobalAdapter())
 FUNCTION = register_adapter(FunctionAdapter())
 ASSET = register_adapter(AssetAdapter())
