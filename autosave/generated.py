@@ -173,6 +173,9 @@ class PrecompiledCoroutines:
 
     def __init__(self):
         self.probed = set()
+        # qualified name -> labels of a previous build; the decorator reads it, so the
+        # labels live here and this module never imports the coroutine package.
+        self.labels = {}
 
     def prepare(self, module_name):
         if not enabled() or not isinstance(module_name, str):
@@ -204,9 +207,10 @@ class PrecompiledCoroutines:
                     manifest = json.load(f)
             except (OSError, ValueError):
                 continue
-            from .coroutines import use_labels
-            use_labels({name: entry["labels"] for name, entry in
-                        (manifest.get("coroutines") or {}).items() if "labels" in entry})
+            coroutines = manifest.get("coroutines") if isinstance(manifest, dict) else None
+            for name, entry in (coroutines if isinstance(coroutines, dict) else {}).items():
+                if isinstance(entry, dict) and isinstance(entry.get("labels"), dict):
+                    self.labels[name] = dict(entry["labels"])
 
 
 GENERATED = GeneratedCode()

@@ -53,7 +53,7 @@ from .specs import SPECS, FunctionRef, spec_of
 __all__ = ["coroutine", "register_precompiled", "use_labels", "CoroutineSpec", "spec_of"]
 
 PRECOMPILED = {}     # qualified name -> (fingerprint, maker, spec data)
-LABELS = {}          # qualified name -> labels of a previous build
+LABELS = PRECOMPILED_COROUTINES.labels   # qualified name -> labels of a previous build
 
 
 def register_precompiled(qualified_name, fingerprint, maker, spec):

@@ -31,6 +31,7 @@ import attrs
 import xxhash
 
 from ..errors import LoadError, LostPositionError
+from .records import pack_checkpoints
 
 HASH_SIZE = 8
 
@@ -177,8 +178,6 @@ class Report:
 def plan(log, content):
     """(events that upgrade ``log`` to ``content``, Report). Reads the log, changes
     nothing: the events are applied by replaying them, as a reopen would."""
-    from .history import pack_checkpoints      # history imports this module
-
     table, records, report = log._content, log.records, Report()
     events = []
     names = dict.fromkeys(r.name for r in records.values())

@@ -15,9 +15,7 @@ them (and never reads a checkpoint until one is restored).
 """
 
 import os
-import sys
 import time
-from array import array
 from collections.abc import Mapping
 
 import attrs
@@ -26,7 +24,7 @@ from ..errors import CorruptLogError, ReadOnlyLogError
 from ..files import dumps, loads
 from .file import PAYLOAD, LogFile
 from .content import Content, Table, check_restorable, is_branch, plan
-from .records import compress_checkpoint, inflate_checkpoint
+from .records import compress_checkpoint, inflate_checkpoint, pack_checkpoints
 from .replay import Replay
 
 _PLAIN_KEYS = (type(None), bool, int, str, bytes)
@@ -64,18 +62,6 @@ class NodeRecord:
         row = [self.id, self.name, self.key, self.parent, self.parent_step, self.first_step,
                self.last_step, pack_checkpoints(self.checkpoints)]
         return row if self.fid is None else [*row, self.fid]
-
-
-def pack_checkpoints(checkpoints):
-    """step -> offset as little-endian int64 pairs in step order: a snapshot's bulk,
-    read back (and checked) at C speed."""
-    steps = sorted(checkpoints)
-    pairs = array("q", bytes(16 * len(steps)))
-    pairs[0::2] = array("q", steps)
-    pairs[1::2] = array("q", [checkpoints[step] for step in steps])
-    if sys.byteorder == "big":
-        pairs.byteswap()
-    return pairs.tobytes()
 
 
 @attrs.frozen
