@@ -79,13 +79,13 @@ class DirectWalker(Walker):
 
         return visit, ref
 
-    def run(self, root):
-        try:
-            return Walker.run(self, root)
-        finally:
-            for worker in self.workers:
-                worker.stop()
-            self.direct = self.visit = self.ref = self.workers = None
+    def release(self):
+        for worker in self.workers:
+            worker.stop()
+        super().release()
+
+    def tables(self):
+        return (*super().tables(), self.direct)
 
     def deeper(self, obj, cell):
         """Write obj when this thread has no levels left: on the next thread of the

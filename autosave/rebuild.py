@@ -327,6 +327,15 @@ class Loader:
         self.current = None
         self.forwarded_missing = False   # forward() gave MISSING: vals may hold it
 
+    def release(self):
+        """A plan keeps its own bound methods (``fill``, ``create``): a cycle per class.
+        The plans are this load's own (adapters are shared and hold none), so emptying
+        them and the loader frees this load's bookkeeping now, not at a collection."""
+        for plan in self.plans:
+            if type(plan) in (InstancePlan, StatePlan, EnumPlan):
+                vars(plan).clear()
+        vars(self).clear()
+
     def run(self, root_value):
         records, objs = self.records, self.objs
         early, unfinished = self.early, self.unfinished
@@ -609,3 +618,6 @@ def load_records(types, records, root_value, unset_markers=0, closes_cycle=None,
         where = (f"record {loader.current}" if loader and loader.current is not None
                  else "the type table" if loader is None else "the root")
         raise FormatError(f"{where} is malformed: {describe(e)}") from e
+    finally:
+        if loader is not None:
+            loader.release()

@@ -127,11 +127,19 @@ class Walker:
                             f"{type(e).__name__}: {e}",
                             find_path(root, at) if at is not None else "root") from e
         finally:
-            # The handlers are bound to this walker (a cycle the collector would have to
-            # find): drop everything that points into the graph now, not at the next
-            # collection.
-            self.handlers = self.memo = self.keep = self.weak = self.structure = None
-            self.root = self.stack = self.order = None
+            self.release()
+
+    def release(self):
+        """Forget everything. The handlers are closures over this walker (a cycle the
+        collector would have to find, with the whole memo and every record behind it),
+        and the tables of handlers are closed over by the handlers in turn: emptying
+        them and the walker frees it all now, so nothing of a save outlives the call."""
+        for table in self.tables():
+            table.clear()
+        vars(self).clear()
+
+    def tables(self):
+        return self.handlers, self.memo
 
     def _run(self, root):
         self.root = root

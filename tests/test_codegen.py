@@ -113,6 +113,20 @@ def test_generated_and_reflective_paths_give_identical_bytes_and_graphs(make, mo
     assert direct_bytes(generated_copy) == data
 
 
+@pytest.mark.parametrize("codegen", ["1", "0"])
+@pytest.mark.parametrize("make", [lambda: game.build_level(seed=3, n_npcs=40),
+                                  lambda: bench_graphs.world_graph(3000)])
+def test_nothing_of_generated_or_reflective_save_and_load_outlives_the_call(
+        make, codegen, monkeypatch):
+    root = make()
+    monkeypatch.setenv("AUTOSAVE_CODEGEN", codegen)
+    left, data = graphs_under_test.garbage_left_by(lambda: autosave.dumps(root))
+    assert left == 0, f"dumps left {left} objects in reference cycles"
+    left, copy = graphs_under_test.garbage_left_by(lambda: autosave.loads(data))
+    assert left == 0, f"loads left {left} objects in reference cycles"
+    bench_graphs.same_graph(root, copy)
+
+
 def test_an_unset_slot_takes_the_reflective_path_through_generated_code():
     level = game.build_level(seed=4, n_npcs=5)
     del level.npcs[2].pos                      # attrs slots may be unset
