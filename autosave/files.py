@@ -58,7 +58,7 @@ def dumps(root):
 def loads(data):
     """The root saved in ``data``. Raises only LoadError kinds on bad input."""
     with collector_paused():
-        return load_records(*decode(data, index=True))
+        return load_records(*decode(data))
 
 
 def save(path, root):

@@ -104,12 +104,11 @@ class _ExtHook:
         raise FormatError(f"the save body holds msgpack extension type {code}")
 
 
-def decode(data, index=False):
+def decode(data):
     """bytes -> (types, records, root value, unset-slot markers, cycle marks), checked.
 
     Type indices come back normalised; ``closes_cycle[i]`` is 1 for records the writer
-    marked as referring to a later record. With ``index``, a sixth item lists for each
-    type the indices of its records (what the loader's limits look at)."""
+    marked as referring to a later record."""
     _, body = unframe(data)
     ext_hook = _ExtHook()
     try:
@@ -130,7 +129,6 @@ def decode(data, index=False):
         raise FormatError("the save's type table and records must be arrays")
     ntypes = len(types)
     closes_cycle = bytearray(len(records))
-    by_type = [[] for _ in range(ntypes)] if index else None
     for i, rec in enumerate(records):
         if type(rec) is not list or not rec or type(rec[0]) is not int:
             raise FormatError(f"record {i} is malformed: a record is an array starting "
@@ -141,10 +139,6 @@ def decode(data, index=False):
             closes_cycle[i] = 1
         if t >= ntypes:
             raise FormatError(f"record {i} names type {t}, the type table has {ntypes}")
-        if by_type is not None:
-            by_type[t].append(i)
-    if index:
-        return types, records, root, ext_hook.unset, closes_cycle, by_type
     return types, records, root, ext_hook.unset, closes_cycle
 
 

@@ -14,6 +14,8 @@ the records before any object is built (docs/security.md, "Budgets").
 """
 
 from collections import Counter
+from itertools import compress
+from operator import itemgetter
 
 from .errors import FormatError
 
@@ -24,14 +26,16 @@ def hash_budget(records):
     return (1 << 20) + 8 * len(records)
 
 
-def check_records(plans, records, by_type):
-    """Refuse, with the record index, a file whose records exceed the bounds above.
-    ``by_type[t]`` lists the indices of the records of type ``t``."""
+def check_records(plans, records):
+    """Refuse, with the record index, a file whose records exceed the bounds above."""
     dealloc = {t for t, p in enumerate(plans) if getattr(p, "c_dealloc", False)}
     hashing = {t for t, p in enumerate(plans) if p.hashes}
     if not (dealloc or hashing):
         return
-    found = sorted(i for t in dealloc | hashing for i in by_type[t])
+    # The records of those types, in file order, found at C speed (a record's type
+    # index is normalised and in range: decode checked it).
+    found = list(compress(range(len(records)),
+                          map((dealloc | hashing).__contains__, map(itemgetter(0), records))))
     n = len(records)
     if dealloc:
         chain = {}

@@ -301,15 +301,11 @@ def plan_for(index, entry):
 # -- records -> objects ------------------------------------------------------------------
 
 class Loader:
-    def __init__(self, types, records, unset_markers=0, closes_cycle=None, by_type=None):
+    def __init__(self, types, records, unset_markers=0, closes_cycle=None):
         self.records = records
         self.objs = []
         self.plans = [plan_for(i, e) for i, e in enumerate(types)]
-        if by_type is None:
-            by_type = [[] for _ in types]
-            for i, rec in enumerate(records):
-                by_type[rec[0]].append(i)
-        check_records(self.plans, records, by_type)
+        check_records(self.plans, records)
         if not unset_markers:
             # Generated code builds records straight into their objects; it never sees
             # unset-slot markers, so it is used only when the file holds none.
@@ -604,11 +600,10 @@ class Loader:
 ALL = slice(1, None)
 
 
-def load_records(types, records, root_value, unset_markers=0, closes_cycle=None,
-                 by_type=None):
+def load_records(types, records, root_value, unset_markers=0, closes_cycle=None):
     loader = None
     try:
-        loader = Loader(types, records, unset_markers, closes_cycle, by_type)
+        loader = Loader(types, records, unset_markers, closes_cycle)
         return loader.run(root_value)
     except LoadError:
         raise
