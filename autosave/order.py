@@ -9,8 +9,9 @@ set (docs/format.md, "Determinism"):
 3. then the other members by a *digest* of what the walk would write for them: their
    saved type and field names, inline values, and for each object they refer to: its
    record index if it is written, its type if it is in progress (an ancestor of the
-   set in the walk), a mark "k steps up" if it closes a cycle inside the member, else
-   its own digest; the members of a nested set as the sorted digests of its members;
+   set in the walk), else its own digest; the members of a nested set as the sorted
+   digests of its members. Objects on cycles get theirs by colour refinement over
+   their cycle (``SetOrder.digests``);
 4. members with equal digests by their place in a breadth-first walk from the root
    that does not enter sets (``Walker.structural_index``), then by how the graph
    refers to them (the type and position of every reference: ``referred_as``).
@@ -19,11 +20,14 @@ Members still tied after that are interchangeable for everything the walk can se
 
 Every step looks only at saved content (never ``hash()``, ``id()`` order or anything a
 transient field holds), so a graph and the graph loaded from its save get the same
-order, in any process. Digests are computed by an explicit stack (a member may hold a
+order, in any process. A digest is a pure function of what the object reaches and of
+the walk's state, never of the order objects are met or computed in (a cache that
+remembered digests by the order members came in once let the same graph give two
+byte strings). Digests are computed without recursion (a member may hold a
 million-long chain), and the digest of an object whose part of the graph reaches
-nothing written, nothing in progress and no cycle above it does not depend on the moment
-it is computed, so it is computed once per save: a set costs the part of the graph its
-members reach that was not digested before.
+nothing written and nothing in progress does not depend on the moment it is computed,
+so it is computed once per save: a set costs the part of the graph its members reach
+that was not digested before.
 """
 
 import struct
@@ -104,11 +108,8 @@ class SetOrder:
         out = [m for _, m in written]
         out += [m for _, m in inline]
         if objects:
-            local = {}
-            # A member in progress is entered by its own digest but is "in progress"
-            # to everything else: digests kept for the others do not hold inside it.
-            keyed = [(self.digest(m, {} if (c := memo_get(id(m))) is not None
-                                  and c[0] is False else local), m) for m in objects]
+            found = self.digests(objects)
+            keyed = [(found[id(m)], m) for m in objects]
             keyed.sort(key=_first)
             if len({d for d, _ in keyed}) < len(keyed):
                 index, referred_as = self.structural_index, self.referred_as
@@ -116,95 +117,82 @@ class SetOrder:
             out += [m for _, m in keyed]
         return out
 
-    def digest(self, start, local):
-        """The digest of ``start`` (entered even if it is in progress: it is a member).
-        ``local`` holds digests valid while the walk stands where it is."""
+    def digests(self, members):
+        """{id: digest} of the members: a pure function of what they reach and of the
+        walk's state (never of the order anything is met or computed in).
+
+        What the members reach, short of inline values, written objects, objects in
+        progress and digests kept for the whole save, is taken as a graph. Its strongly
+        connected components are digested children first: an object on no cycle by its
+        type key and its children's tokens; the objects of a cycle by colour refinement
+        (each round hashes an object's colour with its children's, until the number of
+        colours stops growing), which sees the same structure the same way wherever it
+        is entered. A member in progress is a node of its own (it is being ordered),
+        and in progress (its type) to everything referring to it.
+        """
         memo_get, stable, keep = self.memo.get, self.stable, self.keep
-        on_path = {}                 # id -> depth in this traversal
-        # A frame: [obj, type key, children, next child, tokens, unordered from,
-        #           lowest depth its digest depends on, depends on the walk's state,
-        #           done]. ``done`` maps the objects digested so far in this traversal
-        # (each is entered once: shared parts and grids of links stay linear) to their
-        # digest; members of a nested set each start their own, so their digests do
-        # not depend on the order the set iterates in.
-        frames = []
+        index, nodes, keys, edges = {}, [], [], []
+        # edges[i]: [(token or None, child node or -1)], unordered members from u[i]
+        unordered = []
+        state = []              # depends on the walk's state (written / in progress)
 
-        def enter(obj, done):
+        def node(obj):
+            i = index.get(id(obj))
+            if i is None:
+                i = index[id(obj)] = len(nodes)
+                nodes.append(obj)
+            return i
+
+        for m in members:
+            node(m)
+        i = 0
+        while i < len(nodes):
+            obj = nodes[i]
             key, children, unordered_from = parts_of(obj, keep)
-            on_path[id(obj)] = len(frames)
-            frames.append([obj, key, children, 0, [], unordered_from, len(frames) + 1,
-                           False, done])
-
-        cell = memo_get(id(start))
-        in_progress = cell is not None and cell[0] is False
-        enter(start, {})
-        result = None
-        while frames:
-            frame = frames[-1]
-            obj, children, i, tokens, done = frame[0], frame[2], frame[3], frame[4], frame[8]
-            depth = len(frames) - 1
-            unordered_from = frame[5]
-            descended = False
-            while i < len(children):
-                v = children[i]
-                i += 1
+            cell = memo_get(id(obj))
+            depends = cell is not None and cell[0] is False      # a member in progress
+            out = []
+            for v in children:
                 if v.__class__ in INLINE:
-                    tokens.append(inline_token(v))
+                    out.append((inline_token(v), -1))
                     continue
                 if v is ABSENT:
-                    tokens.append("a")
+                    out.append(("a", -1))
                     continue
                 vid = id(v)
-                known = stable.get(vid) or local.get(vid)
+                known = stable.get(vid)
                 if known is not None:
-                    tokens.append(known)
-                    continue
-                up = on_path.get(vid)
-                if up is not None:                  # a cycle inside the member
-                    tokens.append(f"^{depth - up}")
-                    if up < frame[6]:
-                        frame[6] = up
+                    out.append((known, -1))
                     continue
                 cell = memo_get(vid)
                 if cell is not None and cell[0] is not None:
-                    tokens.append(f"w{cell[0]}" if cell[0] is not False
-                                  else "p" + type_name(v.__class__))
-                    frame[7] = True
+                    out.append((f"w{cell[0]}" if cell[0] is not False
+                                else "p" + type_name(v.__class__), -1))
+                    depends = True
                     continue
-                member = unordered_from is not None and i > unordered_from
-                if not member:
-                    seen = done.get(vid)
-                    if seen is not None:            # its digest depends on where it
-                        tokens.append(seen)         # was first met: so does ours
-                        frame[6] = -1
-                        continue
-                frame[3] = i
-                enter(v, {} if member else done)
-                descended = True
-                break
-            if descended:
-                continue
-            frames.pop()
-            del on_path[id(obj)]
-            if unordered_from is not None:
-                tokens[unordered_from:] = sorted(tokens[unordered_from:])
-            tokens.append(frame[1])
-            result = "#" + xxh3_128_hexdigest("\x00".join(tokens).encode("utf-8", "surrogatepass"))
-            if frame[6] > depth and not (obj is start and in_progress):
-                # Depends on nothing above obj. (A member in progress is entered here,
-                # but anything else meets it as in progress: its digest is not its token.)
-                (local if frame[7] else stable)[id(obj)] = result
-            else:
-                done[id(obj)] = result
-            if frames:
-                parent = frames[-1]
-                parent[4].append(result)
-                if frame[6] < parent[6]:
-                    parent[6] = frame[6]
-                if frame[7]:
-                    parent[7] = True
-        return result
+                out.append((None, node(v)))
+            keys.append(key)
+            edges.append(out)
+            unordered.append(unordered_from)
+            state.append(depends)
+            i += 1
 
+        digest = [None] * len(nodes)
+        for component in _components(edges):
+            if len(component) == 1 and all(c != component[0] for _, c in edges[component[0]]):
+                n = component[0]
+                digest[n] = _hash([keys[n], *_tokens(edges[n], unordered[n], digest)])
+                state[n] = state[n] or any(c >= 0 and state[c] for _, c in edges[n])
+                continue
+            _refine(component, keys, edges, unordered, digest)
+            depends = any(state[n] or any(c >= 0 and state[c] for _, c in edges[n])
+                          for n in component)
+            for n in component:
+                state[n] = depends
+        for n, obj in enumerate(nodes):
+            if not state[n]:
+                stable[id(obj)] = digest[n]      # ``keep`` holds what parts_of made
+        return {id(m): digest[index[id(m)]] for m in members}
 
     def referred_as(self, obj):
         """How the graph refers to obj: the sorted type keys and positions of every
@@ -231,6 +219,103 @@ class SetOrder:
                     seen.add(id(child))
                     todo.append(child)
         return referrers
+
+
+REFINE_WORK = 1 << 22       # hash inputs colour refinement may spend on one cycle
+
+
+def _hash(tokens):
+    # Length-prefixed, so no two token lists give the same text.
+    return "#" + xxh3_128_hexdigest("".join(f"{len(t)}:{t}" for t in tokens)
+                                    .encode("utf-8", "surrogatepass"))
+
+
+def _tokens(out, unordered_from, digest):
+    tokens = [t if c < 0 else digest[c] for t, c in out]
+    if unordered_from is not None:
+        tokens[unordered_from:] = sorted(tokens[unordered_from:])
+    return tokens
+
+
+def _refine(component, keys, edges, unordered, digest):
+    """Digests of the objects of one cycle: colour refinement from what each object is
+    and what it refers to outside the cycle, rounds until the colours stop splitting."""
+    inside = set(component)
+    colour = {}
+
+    def tokens(n, inner):
+        out = [t if c < 0 else inner(c) if c in inside else digest[c] for t, c in edges[n]]
+        if unordered[n] is not None:
+            out[unordered[n]:] = sorted(out[unordered[n]:])
+        return out
+
+    for n in component:
+        colour[n] = _hash([keys[n], *tokens(n, lambda c: "c")])
+    distinct = len(set(colour.values()))
+    # Each round can split colours one more step along the cycles; a long ring told
+    # apart by one object would take rounds for each step, so the rounds are bounded by
+    # the work they cost. The bound depends on the component alone: still a pure
+    # function (objects it leaves alike are ordered by the tie-breaks).
+    work = sum(len(edges[n]) + 1 for n in component)
+    for _ in range(min(len(component), max(8, REFINE_WORK // work))):
+        current = dict(colour)
+        for n in component:
+            colour[n] = _hash([current[n], *tokens(n, current.__getitem__)])
+        now = len(set(colour.values()))
+        if now == distinct:
+            break
+        distinct = now
+    for n in component:
+        digest[n] = _hash(["cycle", colour[n]])
+
+
+def _components(edges):
+    """Strongly connected components of the node graph (children first), iteratively."""
+    index, low, on_stack, stack, order = {}, {}, set(), [], []
+    counter = 0
+    for start in range(len(edges)):
+        if start in index:
+            continue
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        work = [(start, 0)]
+        while work:
+            n, k = work[-1]
+            out = edges[n]
+            while k < len(out):
+                c = out[k][1]
+                k += 1
+                if c < 0:
+                    continue
+                if c not in index:
+                    work[-1] = (n, k)
+                    index[c] = low[c] = counter
+                    counter += 1
+                    stack.append(c)
+                    on_stack.add(c)
+                    work.append((c, 0))
+                    break
+                if c in on_stack and index[c] < low[n]:
+                    low[n] = index[c]
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    if low[n] < low[parent]:
+                        low[parent] = low[n]
+                if low[n] == index[n]:
+                    component = []
+                    while True:
+                        m = stack.pop()
+                        on_stack.discard(m)
+                        component.append(m)
+                        if m == n:
+                            break
+                    order.append(component)
+                continue
+    return order
 
 
 def _first(pair):
