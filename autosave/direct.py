@@ -17,8 +17,9 @@ threads). Each handler gets the nesting ``depth`` of its object; a thread recurs
 far as the frames left under the limit allow (``limit`` levels), then the walk goes on
 in the next thread of a chain made once per walk, while the one before waits (the depth
 the limit bounds is per thread), and past MAX_THREADS of them the iterative walk of
-``Walker`` writes the rest: the same records in every case. On any error ``files.dumps``
-walks again with ``Walker``, which gives the same bytes or the error with its object path.
+``Walker`` writes the rest: the same records in every case. A failure is a SaveError
+with the path of the object whose handler failed, as the iterative walk gives it: a save
+walks the graph once, whatever happens.
 """
 
 import sys
@@ -29,20 +30,18 @@ from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET
 from .generated import GENERATED
 from .registry import REGISTRY
-from .walk import PRIMITIVES, STOP, Walker, finished
+from .walk import PRIMITIVES, STOP, Walker, finished, placed, placed_cause
 
 FRAMES_PER_LEVEL = 4      # at most: visit, asset_or, a handler, its list comprehension (3.11)
 RESERVED_FRAMES = 60      # for what handlers call (__getstate__, __reduce__, adapters)
 THREAD_FRAMES = 4         # the frames a new thread starts its target under
 MAX_THREADS = 64          # then the iterative walk: about 20,000 levels by recursion
-INLINE = PRIMITIVES       # written as themselves (ints too: a wide one fails the encode)
+INLINE = PRIMITIVES       # written as themselves (wide ints too: format 3 has them inline)
 
 
 class DirectWalker(Walker):
     def __init__(self):
-        # The reflective handlers this walker wraps must box wide ints as records,
-        # as the retry of an iterative walk does.
-        super().__init__(wide_ints=True)
+        super().__init__()
         self.direct = {}              # class -> direct handler
         self.workers = []             # the threads the walk goes on in, by level
         self.segment = {}             # thread ident -> its place in that chain
@@ -64,10 +63,13 @@ class DirectWalker(Walker):
                 cell = memo[id(obj)] = [None]
             if depth >= limit:
                 return self.deeper(obj, cell)
-            handler = direct.get(obj.__class__)
-            if handler is None:
-                handler = direct[obj.__class__] = self.direct_handler_for(obj.__class__)
-            handler(obj, cell, depth + 1)
+            try:
+                handler = direct.get(obj.__class__)
+                if handler is None:
+                    handler = direct[obj.__class__] = self.direct_handler_for(obj.__class__)
+                handler(obj, cell, depth + 1)
+            except Exception as e:
+                raise placed(self, obj, e) from placed_cause(e)
             return cell
 
         def ref(obj, depth):
@@ -134,8 +136,13 @@ class DirectWalker(Walker):
             # layouts) and its type-table entry, so both paths agree on those.
             self.plain_handler_for(cls)
             return factory(self)
-        if cls is list or cls is tuple:
+        # Items are taken before any child is written, as the reflective walk takes
+        # them: a child's __reduce__ that changes the container cannot make the two
+        # engines disagree (or fail mid-iteration in one of them).
+        if cls is tuple:
             return self.direct_items(cls, iter)
+        if cls is list:
+            return self.direct_items(cls, list.copy)
         if cls is dict:
             return self.direct_items(cls, _flat_dict)
         return self.wrap(self.plain_handler_for(cls))
@@ -186,7 +193,10 @@ class DirectWalker(Walker):
             asset_id = assets.get(id(obj))
             if asset_id is None:
                 if not handler:
-                    handler.append(make())
+                    try:
+                        handler.append(make())
+                    except Exception as e:       # generated code may call us directly
+                        raise placed(self, obj, e) from placed_cause(e)
                 return handler[0](obj, cell, depth)
             if not asset_index:
                 asset_index.append(self.index_of(ASSET))
@@ -203,7 +213,10 @@ class DirectWalker(Walker):
         def save_reflectively(obj, cell, depth):
             cell[0] = False
             base = len(stack)
-            rec = reflective(obj)
+            try:
+                rec = reflective(obj)
+            except Exception as e:               # generated code may call us directly
+                raise placed(self, obj, e) from placed_cause(e)
             closes = closes_cycle[0]
             if closes:
                 closes_cycle[0] = False
@@ -271,7 +284,7 @@ class _Worker:
 
 
 def _flat_dict(d):
-    return chain.from_iterable(d.items())
+    return [*chain.from_iterable(d.items())]
 
 
 def _frames_in_use():

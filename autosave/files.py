@@ -32,22 +32,13 @@ def collector_paused():
 
 
 def dumps(root):
-    """Everything reachable from ``root``, as bytes. Raises SaveError with the object path."""
+    """Everything reachable from ``root``, as bytes. Raises SaveError with the object path.
+
+    The graph is walked once: by the engine generated code plugs into when the game has
+    generated code, else reflectively (both write the same bytes)."""
     with collector_paused():
-        if GENERATED.activate():
-            try:
-                return encode(*DirectWalker().run(root))
-            except Exception:
-                # Too deep, an int wider than 64 bits, or something that cannot be
-                # saved: the reflective walk gives the same bytes, or the error with
-                # its object path.
-                pass
-        types, records, root_value = Walker().run(root)
-        try:
-            return encode(types, records, root_value)
-        except OverflowError:
-            # An int beyond 64 bits somewhere: walk again, boxing big ints as records.
-            types, records, root_value = Walker(wide_ints=True).run(root)
+        walker = DirectWalker() if GENERATED.activate() else Walker()
+        types, records, root_value = walker.run(root)
         try:
             return encode(types, records, root_value)
         except Exception as e:       # records hold only encodable values: a defect

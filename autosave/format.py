@@ -8,7 +8,8 @@ import xxhash
 from .errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
-VERSION = 2
+VERSION = 3        # 3: ints beyond 64 bits inline (extension 1); 2: checksummed frame
+FRAMED = (2, 3)    # the versions with a length and checksum in their header
 # What a checkpoint log starts with (autosave.log.file.MAGIC; the log imports this
 # package's files module, so importing it from here would be a cycle).
 LOG_MAGIC = b"\x89ASVLOG\n"
@@ -24,14 +25,14 @@ def checksum(head, body):
 
 
 def frame(body):
-    """A save's bytes: the format-2 header (magic, version, length, checksum), then body."""
+    """A save's bytes: the header (magic, version, length, checksum), then the body."""
     head = HEAD.pack(MAGIC, VERSION, len(body))
     return b"".join((head, CHECKSUM.pack(checksum(head, body)), body))
 
 
 def unframe(data):
     """(format version, body) of a save, its frame checked: magic, version, and for
-    format 2 the length and checksum, so no corrupt byte ever reaches the decoder."""
+    framed versions the length and checksum, so no corrupt byte reaches the decoder."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"autosave.loads() takes bytes, not {type(data).__name__}")
     data = bytes(data)
@@ -47,12 +48,12 @@ def unframe(data):
     version = data[4]
     if version == 1:                  # no length, no checksum: the body follows
         return 1, memoryview(data)[5:]
-    if version != VERSION:
+    if version not in FRAMED:
         raise FormatError(f"autosave file format version {version} is not supported "
                           f"(this autosave reads versions 1 to {VERSION})")
     if len(data) < FRAME_SIZE:
         raise TruncatedSaveError(f"the save is truncated: {len(data)} bytes, less than "
-                                 f"the {FRAME_SIZE}-byte header of format version {VERSION}")
+                                 f"the {FRAME_SIZE}-byte header of format version {version}")
     _, _, length = HEAD.unpack_from(data)
     (stored,) = CHECKSUM.unpack_from(data, HEAD.size)
     body = memoryview(data)[FRAME_SIZE:]
@@ -63,7 +64,7 @@ def unframe(data):
                             f"the checksum in its header (the file changed after it was "
                             f"written: a disk, transfer or editing error)")
     # A length that disagrees with the file: say which byte range is to blame.
-    if checksum(HEAD.pack(MAGIC, VERSION, len(body)), body) == stored:
+    if checksum(HEAD.pack(MAGIC, version, len(body)), body) == stored:
         raise ChecksumError(f"the save's header is corrupt: it gives the body length as "
                             f"{length:,} bytes, but the {len(body):,} bytes that follow "
                             f"match its checksum")
@@ -78,8 +79,26 @@ def unframe(data):
 
 
 def encode(types, records, root_value):
-    return frame(msgpack.packb([types, records, root_value], use_bin_type=True,
-                               unicode_errors="surrogatepass"))
+    return frame(pack([types, records, root_value]))
+
+
+def pack(value):
+    """The msgpack bytes of a body or any part of one: the one place values are encoded."""
+    return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogatepass",
+                         default=_wide_int)
+
+
+INT_MIN, INT_END = -(1 << 63), 1 << 64     # what msgpack writes as an int
+
+
+def _wide_int(value):
+    """msgpack's hook for what it cannot write itself: of what records hold, only an int
+    beyond 64 bits, written inline as extension 1 (so a walk never has to be redone
+    to box it)."""
+    if value.__class__ is not int:
+        raise TypeError(f"a record holds a {type(value).__name__}")
+    return msgpack.ExtType(WIDE_INT, value.to_bytes((value.bit_length() + 8) // 8,
+                                                    "little", signed=True))
 
 
 def _reject_map(pairs):
@@ -87,20 +106,29 @@ def _reject_map(pairs):
 
 
 ABSENT = msgpack.ExtType(0, b"")   # an unset slot
+WIDE_INT = 1                       # extension code of an int beyond 64 bits
 STATE_FIELDS = ("__getstate__",)   # the type-table fields of a class saved by __getstate__
 
 
 class _ExtHook:
-    """Decodes the one extension autosave writes, the unset-slot marker, counting them
-    so the loader can check each one stood in a slot field."""
+    """Decodes the two extensions autosave writes: the unset-slot marker, counted so the
+    loader can check each one stood in a slot field, and (format 3) wide ints, each in
+    its one canonical form so that a save re-saved gives the same bytes."""
 
-    def __init__(self):
+    def __init__(self, version):
         self.unset = 0
+        self.wide_ints = version >= 3
 
     def __call__(self, code, data):
         if code == 0 and data == b"":
             self.unset += 1
             return ABSENT
+        if code == WIDE_INT and self.wide_ints:
+            value = int.from_bytes(data, "little", signed=True)
+            if INT_MIN <= value < INT_END or len(data) != (value.bit_length() + 8) // 8:
+                raise FormatError(f"the save body holds a wide int of {len(data)} bytes "
+                                  f"not in its canonical form")
+            return value
         raise FormatError(f"the save body holds msgpack extension type {code}")
 
 
@@ -109,8 +137,8 @@ def decode(data):
 
     Type indices come back normalised; ``closes_cycle[i]`` is 1 for records the writer
     marked as referring to a later record."""
-    _, body = unframe(data)
-    ext_hook = _ExtHook()
+    version, body = unframe(data)
+    ext_hook = _ExtHook(version)
     try:
         # msgpack bounds every length by the input size before allocating it.
         body = msgpack.unpackb(body, raw=False, use_list=True,
@@ -205,6 +233,5 @@ def sizes_by_class(data):
     for rec in records:
         name = names[rec[0]]
         count, size = out.get(name, (0, 0))
-        out[name] = (count + 1, size + len(msgpack.packb(
-            rec, use_bin_type=True, unicode_errors="surrogatepass")))
+        out[name] = (count + 1, size + len(pack(rec)))
     return out

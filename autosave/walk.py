@@ -24,7 +24,6 @@ from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
 from .adapters.containers import flat_items
 from .adapters.exceptions import EXCEPTION
-from .adapters.stdlib import BIG_INT
 from .adapters.weak import WeakAdapter
 from .coroutines.runtime import RUNNING, Coroutine
 from .errors import SaveError
@@ -35,7 +34,6 @@ from .schema import BUILTIN_BASES, schema_of, solid_base
 
 
 PRIMITIVES = frozenset((type(None), bool, int, float, str, bytes))
-_INT_MIN, _INT_END = -(2 ** 63), 2 ** 64
 
 _FINISH = object()   # stack marker: below it the cell, record and build-time length of a
                      # record whose children are now emitted
@@ -57,7 +55,7 @@ _UNSAVEABLE = {
 
 
 class Walker:
-    def __init__(self, wide_ints=False):
+    def __init__(self):
         self.types = []          # [name, version, [fields]]
         self.type_index = {}     # adapter or (class, shape) -> index
         self.records = []
@@ -66,12 +64,15 @@ class Walker:
         self.stack = []
         self.weak = []           # (holder, adapter, [(strong values, target)]): see write_weak
         self.handlers = {}       # class -> fn(obj) -> record
-        self.prims = PRIMITIVES - {int} if wide_ints else PRIMITIVES
+        self.prims = PRIMITIVES  # ints of any width are inline (wide ones: an extension)
         self.assets = REGISTRY.asset_id_of
         # The memo is keyed by id(), so an object must outlive the walk once mentioned.
         # Objects of the graph do; parts a handler makes on the fly (a __getstate__ dict,
         # reduce arguments, adapter part lists) are kept here by the handler that made them.
         self.keep = []
+        # What user code gave this walk (a __getstate__ value, a __reduce__ value), by
+        # id: an error's object path is found from these, never by calling it again.
+        self.made = {}
         self.root = None
         self.current = None      # the object a failure outside its handler is about
         self.structure = None    # id -> structural index, see structural_index()
@@ -98,7 +99,7 @@ class Walker:
                 else:
                     return [index - len(records)]
                 return cell
-            if obj.__class__ is int and _INT_MIN <= obj < _INT_END or obj is ABSENT:
+            if obj.__class__ is int or obj is ABSENT:
                 return obj
             cell = memo[id(obj)] = [None]
             push(obj)
@@ -125,7 +126,7 @@ class Walker:
             at = self.current
             raise SaveError(f"{type(at).__qualname__} could not be saved: "
                             f"{type(e).__name__}: {e}",
-                            find_path(root, at) if at is not None else "root") from e
+                            find_path(root, at, self.made) if at is not None else "root") from e
         finally:
             self.release()
 
@@ -179,13 +180,8 @@ class Walker:
                 if handler is None:
                     handler = handlers[obj.__class__] = self.handler_for(obj.__class__)
                 rec = handler(obj)
-            except SaveError as e:
-                if e.path is None:
-                    raise SaveError(e.reason, find_path(root, obj)) from e.__cause__
-                raise
             except Exception as e:
-                raise SaveError(f"{type(obj).__qualname__} could not be saved: "
-                                f"{type(e).__name__}: {e}", find_path(root, obj)) from e
+                raise placed(self, obj, e) from placed_cause(e)
             if closes_cycle[0]:              # marked so the loader expects a later record
                 rec[0] = ~rec[0]
                 closes_cycle[0] = False
@@ -237,8 +233,6 @@ class Walker:
         adapter = ADAPTERS_BY_TYPE.get(cls)
         if adapter is not None:
             return self.adapter_handler(cls, adapter)
-        if cls is int:
-            return self.save_big_int
         if cls is types.FunctionType:
             return self.save_function
         if issubclass(cls, type):
@@ -398,10 +392,7 @@ class Walker:
         payload = []
         prims = self.prims
         for there, strong in saved:
-            # The same inline test as mention(): an int that fits is inline even
-            # where wide ints are records.
-            strong = [v if v.__class__ in prims or v.__class__ is int and _INT_MIN <= v < _INT_END
-                      else ref(memo[id(v)][0]) for v in strong]
+            strong = [v if v.__class__ in prims else ref(memo[id(v)][0]) for v in strong]
             payload.extend(adapter.payload(strong, ref(there)))
         if adapter.keeps_dead and not saved:
             payload.append(None)
@@ -409,9 +400,6 @@ class Walker:
         record.extend(payload)
         if any(there > here for there, _ in saved) and record[0] >= 0:
             record[0] = ~record[0]
-
-    def save_big_int(self, obj):
-        return [self.index_of(BIG_INT), *BIG_INT.parts(obj)]
 
     def save_global(self, obj):
         return [self.index_of(GLOBAL), GLOBAL.name_of(obj)]
@@ -447,8 +435,7 @@ class Walker:
         return self.refs(t, [None, obj._value_])
 
     def save_reduce(self, obj):
-        reducer = copyreg.dispatch_table.get(obj.__class__)   # as pickle honours it
-        rv = reducer(obj) if reducer is not None else obj.__reduce_ex__(4)
+        rv = self.made[id(obj)] = _reduce_value(obj)
         if isinstance(rv, str):
             return [self.index_of(GLOBAL), f"{obj.__module__}.{rv}"]
         try:
@@ -462,8 +449,7 @@ class Walker:
         cls = obj.__class__
         schema = schema_of(cls)
         t = self.index_of((cls, STATE_FIELDS), schema.name, schema.version, STATE_FIELDS)
-        state = obj.__getstate__()
-        self.keep.append(state)
+        state = self.made[id(obj)] = obj.__getstate__()
         return [t] if state is None else self.refs(t, [state])
 
     def save_instance(self, obj):
@@ -522,8 +508,30 @@ def base_payload(base, obj, order):
 
 # -- object paths for error messages ---------------------------------------------------
 
-def find_path(root, target):
-    """The shortest path from root to target, as 'root.squads[3].leader'."""
+def placed(walker, obj, e):
+    """The SaveError for ``e``, raised while ``walker`` saved ``obj``: with obj's path,
+    unless an object deeper down already placed it (the innermost one is to blame)."""
+    if isinstance(e, SaveError) and e.path is not None:
+        return e
+    path = find_path(walker.root, obj, walker.made)
+    if isinstance(e, SaveError):
+        return SaveError(e.reason, path)
+    return SaveError(f"{type(obj).__qualname__} could not be saved: {type(e).__name__}: {e}",
+                     path)
+
+
+def placed_cause(e):
+    """What the placed error is raised from: a SaveError keeps its own cause."""
+    return e.__cause__ if isinstance(e, SaveError) else e
+
+
+def find_path(root, target, made=None):
+    """The shortest path from root to target, as 'root.squads[3].leader'.
+
+    ``made``: what a walk's user code gave it, by id (see Walker.made). Given it, the
+    search goes through objects saved by __getstate__ or __reduce__ only where the walk
+    met them, so no user code runs a second time: the walk reached ``target`` through
+    objects it met."""
     seen = {id(root)}
     queue = deque([(root, "root")])
     while queue:
@@ -531,7 +539,7 @@ def find_path(root, target):
         if obj is target:
             return path
         try:
-            children = list(labelled_children(obj))
+            children = list(labelled_children(obj, made))
         except Exception:       # a broken object on the way: look past it
             continue
         for label, child in children:
@@ -541,7 +549,7 @@ def find_path(root, target):
     return "root.<unreachable>"
 
 
-def labelled_children(obj):
+def labelled_children(obj, made=None):
     """(label, child) pairs, mirroring what the walk visits."""
     if isinstance(obj, dict):
         for i, (k, v) in enumerate(dict.items(obj)):
@@ -577,12 +585,18 @@ def labelled_children(obj):
         return
     elif type(obj).__module__ == "builtins":
         return
-    elif schema_of(type(obj)).strategy == "state":
-        state = obj.__getstate__()
-        if isinstance(state, dict):
-            yield from ((f".{k}", v) for k, v in state.items())
-    elif schema_of(type(obj)).strategy == "reduce":
-        yield from reduce_children(obj)
+    elif schema_of(type(obj)).strategy in ("state", "reduce"):
+        if made is None:
+            given = (obj.__getstate__() if schema_of(type(obj)).strategy == "state"
+                     else _reduce_value(obj))
+        elif id(obj) in made:
+            given = made[id(obj)]
+        else:
+            return
+        if schema_of(type(obj)).strategy == "reduce":
+            yield from reduce_children(given)
+        elif isinstance(given, dict):
+            yield from ((f".{k}", v) for k, v in given.items())
     else:
         schema = schema_of(type(obj))
         for name in schema.saved_slots:
@@ -594,10 +608,13 @@ def labelled_children(obj):
             yield from ((f".{k}", v) for k, v in obj.__dict__.items())
 
 
-def reduce_children(obj):
+def _reduce_value(obj):
+    reducer = copyreg.dispatch_table.get(obj.__class__)   # as pickle honours it
+    return reducer(obj) if reducer is not None else obj.__reduce_ex__(4)
+
+
+def reduce_children(rv):
     """What a __reduce__ value holds, labelled as in the object's own terms."""
-    reducer = copyreg.dispatch_table.get(type(obj))
-    rv = reducer(obj) if reducer is not None else obj.__reduce_ex__(4)
     if isinstance(rv, str):
         return
     _, args, state, listitems, dictitems = (*rv, None, None, None, None)[:5]

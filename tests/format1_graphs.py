@@ -1,13 +1,14 @@
-"""The graphs saved in tests/data/format1/: files written in file format version 1,
-which every later autosave must keep loading.
+"""The graphs saved in tests/data/format1/ and tests/data/format2/: files written in
+file format versions 1 and 2, which every later autosave must keep loading.
 
-The .sav files were written once, by the autosave that wrote format version 1, with
+The .sav files were written once each, by the autosave that wrote that format version,
+with
 
     cd tests && python -c "import format1_graphs; format1_graphs.write('data/format1')"
 
 and are committed; this module builds the same graphs again so test_integrity can check
 that every loaded file holds exactly what was saved. Change nothing here that changes a
-graph: the files cannot be regenerated in format 1 any more.
+graph: the files cannot be regenerated in those formats any more.
 """
 
 import collections

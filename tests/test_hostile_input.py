@@ -147,8 +147,21 @@ def sample_graph():
 
 
 def decode_body(data):
-    return msgpack.unpackb(unframe(data)[1], raw=False, unicode_errors="surrogatepass",
-                           strict_map_key=False)
+    """A save's body as format 1 holds it: wide ints, inline since format 3, become the
+    ``builtins.int`` records format 1 had (appended, so referred to forward)."""
+    types, records, root = msgpack.unpackb(unframe(data)[1], raw=False,
+                                           unicode_errors="surrogatepass",
+                                           strict_map_key=False)
+    for rec in list(records):
+        for k, v in enumerate(rec):
+            if isinstance(v, msgpack.ExtType) and v.code == 1:
+                if ["builtins.int", 1, []] not in types:
+                    types.append(["builtins.int", 1, []])
+                rec[k] = [len(records)]
+                records.append([types.index(["builtins.int", 1, []]), v.data])
+                if rec[0] >= 0:
+                    rec[0] = ~rec[0]
+    return [types, records, root]
 
 
 def encode(body, header=HEADER):

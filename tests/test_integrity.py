@@ -24,7 +24,9 @@ from autosave import ChecksumError, FormatError, TruncatedSaveError
 from autosave.cli import main as cli_main
 from autosave.format import FRAME_SIZE, frame, unframe
 
-FORMAT1 = pathlib.Path(__file__).resolve().parent / "data" / "format1"
+DATA = pathlib.Path(__file__).resolve().parent / "data"
+FORMAT1 = DATA / "format1"
+OLD_FORMATS = {1: FORMAT1, 2: DATA / "format2"}    # written by the autosave of each version
 FUZZ = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "0"))
 SETTINGS = dict(deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -57,12 +59,12 @@ def test_header_layout_is_the_documented_one():
     data = autosave.dumps({"hp": 3, "name": "Anna"})
     body = data[21:]
     assert data[0:4] == b"\x89ASV"
-    assert data[4] == 2
+    assert data[4] == 3
     assert int.from_bytes(data[5:13], "little") == len(body)
     # The checksum covers every byte of the file but its own eight.
     assert int.from_bytes(data[13:21], "little") == xxhash.xxh3_64_intdigest(data[:13] + body)
     assert msgpack.unpackb(body) == msgpack.unpackb(bytes(unframe(data)[1]))
-    assert unframe(data)[0] == 2 and FRAME_SIZE == 21
+    assert unframe(data)[0] == 3 and FRAME_SIZE == 21
 
 
 def test_a_corrupt_body_is_refused_before_anything_is_decoded(monkeypatch):
@@ -104,6 +106,10 @@ def expect_single_bit_flip_error(data, pos, bit):
     error, message = info.value, str(info.value)
     if pos < 4:
         assert type(error) is FormatError and "not an autosave file" in message
+    elif pos == 4 and bad[4] in autosave.format.FRAMED:   # another framed version:
+        assert type(error) is ChecksumError                  # the checksum covers it
+    elif pos == 4 and bad[4] == 1:     # format 1 has no frame: the header is no body
+        assert isinstance(error, FormatError)
     elif pos == 4:
         assert type(error) is FormatError and f"version {bad[4]} is not supported" in message
     elif pos < 13:
@@ -257,11 +263,13 @@ def test_dumping_a_checkpoint_log_says_what_it_is(tmp_path, capsys):
 # -- format 1 ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("version", sorted(OLD_FORMATS))
 @pytest.mark.parametrize("name", sorted(format1_graphs.GRAPHS))
-def test_format1_saves_load_with_their_contents(name):
-    data = (FORMAT1 / f"{name}.sav").read_bytes()
-    assert data[:5] == b"\x89ASV\x01", "the fixture must stay a format-1 file"
-    loaded = autosave.load(FORMAT1 / f"{name}.sav")
+def test_saves_of_older_formats_load_with_their_contents(name, version):
+    path = OLD_FORMATS[version] / f"{name}.sav"
+    data = path.read_bytes()
+    assert data[:5] == b"\x89ASV" + bytes([version]), "a fixture must keep its format"
+    loaded = autosave.load(path)
     helpers.assert_isomorphic(format1_graphs.GRAPHS[name](), loaded)
     # Saved again, in today's format, the graph gives the bytes of the graph built today.
     again = autosave.dumps(loaded)
@@ -269,8 +277,10 @@ def test_format1_saves_load_with_their_contents(name):
     assert again[4] == autosave.format.VERSION
 
 
-def test_format1_fixtures_cover_every_graph():
-    assert sorted(p.stem for p in FORMAT1.glob("*.sav")) == sorted(format1_graphs.GRAPHS)
+@pytest.mark.parametrize("version", sorted(OLD_FORMATS))
+def test_older_format_fixtures_cover_every_graph(version):
+    assert (sorted(p.stem for p in OLD_FORMATS[version].glob("*.sav"))
+            == sorted(format1_graphs.GRAPHS))
 
 
 def test_dump_reports_each_files_own_format_version(tmp_path, capsys):
@@ -279,7 +289,7 @@ def test_dump_reports_each_files_own_format_version(tmp_path, capsys):
     path = tmp_path / "new.sav"
     autosave.save(path, 7)
     assert cli_main(["dump", str(path)]) == 0
-    assert json.loads(capsys.readouterr().out)["format"] == 2
+    assert json.loads(capsys.readouterr().out)["format"] == 3
 
 
 def test_format1_truncations_are_still_format_errors():

@@ -20,7 +20,8 @@ from .base import Adapter, register_adapter
 
 
 class BigIntAdapter(Adapter):
-    """Ints beyond 64 bits: [little-endian two's complement bytes]."""
+    """Ints beyond 64 bits as records, [little-endian two's complement bytes]: what
+    format 2 wrote. Format 3 writes them inline (format.py), so this is load-only."""
     name, types = "builtins.int", ()
 
     def parts(self, obj):
