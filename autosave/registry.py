@@ -128,8 +128,8 @@ class Registry:
         if "<locals>" in obj.__qualname__:
             raise SaveError(
                 f"{what} {module}.{obj.__qualname__} is defined inside a function, so a load "
-                f"could not find it by name; move it to module level or give it "
-                f"@autosave.saveable(name=...)")
+                f"could not find it by name; move it to module level, or give it "
+                f"@autosave.saveable(name=...) and call that function before loading")
         if not self.is_allowed_module(module):
             raise SaveError(
                 f"{what} {name} is outside the allowed namespaces, so a load would refuse it; "
@@ -140,9 +140,9 @@ class Registry:
             # something else, or nothing
             raise SaveError(
                 f"{what} {name} cannot be found again by its name (module {module!r} has "
-                f"no attribute path {obj.__qualname__!r} leading to it: made by type() or "
-                f"replaced since?); define it at module level, or give it "
-                f"@autosave.saveable(name=...)")
+                f"no attribute path {obj.__qualname__!r} leading to it: made by type(), "
+                f"or the name was rebound or deleted since?); keep it bound to that name "
+                f"in {module!r}, or give it @autosave.saveable(name=...)")
         return name
 
     # -- resolution on load ----------------------------------------------------------
