@@ -29,6 +29,10 @@ from .log.records import MAGIC as LOG_MAGIC
 def cmd_dump(args):
     with open(args.file, "rb") as f:
         data = f.read()
+    if data[:8] and LOG_MAGIC.startswith(data[:8]):
+        raise LoadError(f"a checkpoint log, not a save: `autosave inspect {printable(args.file)}` "
+                        f"shows its history and checkpoints; in Python, "
+                        f"autosave.CheckpointLog.open(path) opens it")
     text = json.dumps(to_jsonable(data), indent=args.indent, ensure_ascii=False)
     # A lone surrogate (a str the game made from bytes) is written as its JSON escape
     # \udXXX: valid JSON that reads back as the same string.
@@ -95,7 +99,9 @@ def main(argv=None):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except (LoadError, OSError) as e:
-        print(_one_line(f"autosave {args.command}: {getattr(args, 'file', '')}: {e}"),
+        file = getattr(args, "file", None)
+        where = f"{file}: " if file is not None else ""
+        print(_one_line(f"autosave {args.command}: {where}{_without_path(e, file)}"),
               file=sys.stderr)
         return 2
     except Exception as e:       # a defect of autosave's, not of the file: say so, briefly
@@ -104,6 +110,19 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     return status or 0
+
+
+def _without_path(error, path):
+    """The error's own words: the line already begins with the path, so a path the
+    error repeats (an OSError's filename, a log error's prefix) is left out."""
+    if isinstance(error, OSError) and error.strerror:
+        other = error.filename not in (None, path) and os.fsdecode(error.filename) != path
+        return f"{error.strerror} ({error.filename})" if other else error.strerror
+    message = str(error)
+    for prefix in (f"{path}: ", f"{printable(path)}: "):
+        while message.startswith(prefix):
+            message = message[len(prefix):]
+    return message
 
 
 def _one_line(text):
