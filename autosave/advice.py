@@ -1,8 +1,8 @@
 """What a save error advises for things that hold the outside world (files, sockets,
 threads, processes, connections) and for functions a load could not find by name.
 
-Every fix named here is one that works when followed (tests/test_save_advice.py
-follows each): "register an adapter" is no fix for an open file, whose bytes on disk
+Every fix named here is one that works when followed (the repository's test suite
+follows each one): "register an adapter" is no fix for an open file, whose bytes on disk
 are not part of the game's state, and "define it at module level" is no fix for a
 function that already is.
 """

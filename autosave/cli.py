@@ -6,14 +6,17 @@
         [--content JSON]              and what that content would upgrade in the log
     autosave compat snapshot|check|verify   the release gate (autosave/compat/)
     autosave diff A B                 two saves compared by structure
+    autosave docs [TOPIC]             the documentation shipped with autosave
 
 Neither builds objects or imports anything a file names, so both are safe on any file.
 """
 
 import argparse
+import importlib.resources
 import json
 import os
 import sys
+from pathlib import Path
 
 from . import __version__
 from .compat.cli import add_parsers as add_compat_parsers
@@ -61,6 +64,44 @@ def cmd_inspect(args):
                         f"at offset 0)")
 
 
+def docs_folder():
+    """The shipped docs (autosave/docs in an installed package), or a source checkout's
+    docs/ folder when autosave runs from the repository without being installed."""
+    try:
+        found = importlib.resources.files("autosave.docs")
+        if found.joinpath("format.md").is_file():
+            return found
+    except ModuleNotFoundError:
+        pass
+    return Path(__file__).resolve().parent.parent / "docs"
+
+
+def doc_topics():
+    """{topic: text} of every shipped document, by name (format, security, ...)."""
+    folder = docs_folder()
+    return {entry.name[:-3]: entry.read_text(encoding="utf-8")
+            for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+            if entry.name.endswith(".md")}
+
+
+def cmd_docs(args):
+    topics = doc_topics()
+    if args.topic is None:
+        width = max(map(len, topics))
+        for name, text in topics.items():
+            title = text.partition("\n")[0].lstrip("# ").strip()
+            print(f"{name:<{width}}  {title}")
+        print("\nautosave docs TOPIC prints one.")
+        return 0
+    text = topics.get(args.topic.removesuffix(".md").removeprefix("docs/"))
+    if text is None:
+        print(f"autosave docs: no topic {args.topic!r}; the topics are "
+              f"{', '.join(topics)}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="autosave", description="Inspect autosave files.")
     parser.add_argument("--version", action="version", version=f"autosave {__version__}")
@@ -84,6 +125,11 @@ def build_parser():
                          help="for a log: what opening it with this content (a JSON object "
                               "node -> [step key, ...]) would upgrade; nothing is written")
     inspect.set_defaults(run=cmd_inspect)
+    docs = sub.add_parser("docs", help="print the documentation shipped with autosave",
+                          description="Without TOPIC, list the documents; with one, print it "
+                                      "(the Markdown of docs/TOPIC.md).")
+    docs.add_argument("topic", nargs="?", help="format, security, types, codegen, ...")
+    docs.set_defaults(run=cmd_docs)
     add_compat_parsers(sub)
     return parser
 

@@ -127,7 +127,7 @@ def lines(report, verbose=False):
                 for c, field, why in report.loose]
     if report.unreached or report.loose:
         out.append('  hint: annotate the fields that hold them, e.g. members: "list[Npc]" '
-                   'or target: "Npc | None" (docs/codegen.md)')
+                   'or target: "Npc | None" (autosave docs codegen)')
     return out
 
 

@@ -141,3 +141,16 @@ def test_dump_of_a_checkpoint_log_points_to_inspect(tmp_path, capsys):
     assert f"`autosave inspect {path}`" in err and "CheckpointLog.open(path)" in err
     assert main(["inspect", str(path)]) == 0           # the advice, followed
     assert "prologue" in capsys.readouterr().out
+
+
+def test_docs_lists_and_prints_the_shipped_documents(capsys):
+    assert main(["docs"]) == 0
+    listing = capsys.readouterr().out
+    assert "security    Loading files from strangers" in listing
+    assert main(["docs", "security"]) == 0
+    assert capsys.readouterr().out.startswith("# Loading files from strangers")
+    assert main(["docs", "docs/format.md"]) == 0            # as the docstrings cite it
+    assert "# The autosave file format" in capsys.readouterr().out
+    assert main(["docs", "nonsense"]) == 2
+    err = capsys.readouterr().err
+    assert "no topic 'nonsense'" in err and "security" in err
