@@ -6,14 +6,17 @@
         [--content JSON]              and what that content would upgrade in the log
     autosave compat snapshot|check|verify   the release gate (autosave/compat/)
     autosave diff A B                 two saves compared by structure
+    autosave docs [TOPIC]             the documentation shipped with autosave
 
 Neither builds objects or imports anything a file names, so both are safe on any file.
 """
 
 import argparse
+import importlib.resources
 import json
 import os
 import sys
+from pathlib import Path
 
 from . import __version__
 from .compat.cli import add_parsers as add_compat_parsers
@@ -29,6 +32,10 @@ from .log.records import MAGIC as LOG_MAGIC
 def cmd_dump(args):
     with open(args.file, "rb") as f:
         data = f.read()
+    if data[:8] and LOG_MAGIC.startswith(data[:8]):
+        raise LoadError(f"a checkpoint log, not a save: `autosave inspect {printable(args.file)}` "
+                        f"shows its history and checkpoints; in Python, "
+                        f"autosave.CheckpointLog.open(path) opens it")
     text = json.dumps(to_jsonable(data), indent=args.indent, ensure_ascii=False)
     # A lone surrogate (a str the game made from bytes) is written as its JSON escape
     # \udXXX: valid JSON that reads back as the same string.
@@ -57,6 +64,44 @@ def cmd_inspect(args):
                         f"at offset 0)")
 
 
+def docs_folder():
+    """The shipped docs (autosave/docs in an installed package), or a source checkout's
+    docs/ folder when autosave runs from the repository without being installed."""
+    try:
+        found = importlib.resources.files("autosave.docs")
+        if found.joinpath("format.md").is_file():
+            return found
+    except ModuleNotFoundError:
+        pass
+    return Path(__file__).resolve().parent.parent / "docs"
+
+
+def doc_topics():
+    """{topic: text} of every shipped document, by name (format, security, ...)."""
+    folder = docs_folder()
+    return {entry.name[:-3]: entry.read_text(encoding="utf-8")
+            for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+            if entry.name.endswith(".md")}
+
+
+def cmd_docs(args):
+    topics = doc_topics()
+    if args.topic is None:
+        width = max(map(len, topics))
+        for name, text in topics.items():
+            title = text.partition("\n")[0].lstrip("# ").strip()
+            print(f"{name:<{width}}  {title}")
+        print("\nautosave docs TOPIC prints one.")
+        return 0
+    text = topics.get(args.topic.removesuffix(".md").removeprefix("docs/"))
+    if text is None:
+        print(f"autosave docs: no topic {args.topic!r}; the topics are "
+              f"{', '.join(topics)}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="autosave", description="Inspect autosave files.")
     parser.add_argument("--version", action="version", version=f"autosave {__version__}")
@@ -80,6 +125,11 @@ def build_parser():
                          help="for a log: what opening it with this content (a JSON object "
                               "node -> [step key, ...]) would upgrade; nothing is written")
     inspect.set_defaults(run=cmd_inspect)
+    docs = sub.add_parser("docs", help="print the documentation shipped with autosave",
+                          description="Without TOPIC, list the documents; with one, print it "
+                                      "(the Markdown of docs/TOPIC.md).")
+    docs.add_argument("topic", nargs="?", help="format, security, types, codegen, ...")
+    docs.set_defaults(run=cmd_docs)
     add_compat_parsers(sub)
     return parser
 
@@ -95,7 +145,9 @@ def main(argv=None):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except (LoadError, OSError) as e:
-        print(_one_line(f"autosave {args.command}: {getattr(args, 'file', '')}: {e}"),
+        file = getattr(args, "file", None)
+        where = f"{file}: " if file is not None else ""
+        print(_one_line(f"autosave {args.command}: {where}{_without_path(e, file)}"),
               file=sys.stderr)
         return 2
     except Exception as e:       # a defect of autosave's, not of the file: say so, briefly
@@ -104,6 +156,19 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     return status or 0
+
+
+def _without_path(error, path):
+    """The error's own words: the line already begins with the path, so a path the
+    error repeats (an OSError's filename, a log error's prefix) is left out."""
+    if isinstance(error, OSError) and error.strerror:
+        other = error.filename not in (None, path) and os.fsdecode(error.filename) != path
+        return f"{error.strerror} ({error.filename})" if other else error.strerror
+    message = str(error)
+    for prefix in (f"{path}: ", f"{printable(path)}: "):
+        while message.startswith(prefix):
+            message = message[len(prefix):]
+    return message
 
 
 def _one_line(text):

@@ -7,7 +7,7 @@ class SaveError(Exception):
     ``path`` is the object path from the root, e.g. ``root.squads[3].leader.ai``.
     """
 
-    def __init__(self, message, path=None):
+    def __init__(self, message: str, path: str | None = None) -> None:
         self.path = path
         self.reason = message
         super().__init__(f"{path}: {message}" if path else message)
@@ -20,7 +20,8 @@ class CoroutineError(TypeError):
     game runs. ``filename`` and ``lineno`` point at the construct; ``reason`` says why.
     """
 
-    def __init__(self, reason, filename=None, lineno=None, function=None):
+    def __init__(self, reason: str, filename: str | None = None, lineno: int | None = None,
+                 function: str | None = None) -> None:
         self.reason, self.filename, self.lineno, self.function = reason, filename, lineno, function
         where = f"{filename}:{lineno}: " if filename and lineno else (f"{filename}: " if filename else "")
         what = f"@autosave.coroutine {function}: " if function else "@autosave.coroutine: "

@@ -16,11 +16,17 @@ object. Trust rules (docs/security.md, docs/types.md):
   the same ``name`` (default ``module.QualName``); nothing is imported.
 """
 
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
 from .adapters.base import Adapter, register_adapter
 from .errors import FormatError
 from .registry import stable_name
 
 _ANY = object()
+_T = TypeVar("_T")
+# One part's allowed types: a type, None for NoneType, or a tuple of those.
+PartTypes = type | None | tuple[type | None, ...]
 
 
 class UserAdapter(Adapter):
@@ -55,7 +61,9 @@ class UserAdapter(Adapter):
         return self.load(*parts)
 
 
-def register(cls, *, save, load, args=None, name=None):
+def register(cls: type[_T], *, save: Callable[[_T], Sequence[Any]],
+             load: Callable[..., _T], args: Sequence[PartTypes] | None = None,
+             name: str | None = None) -> Adapter:
     """Save instances of exactly ``cls`` as ``save(obj)`` (a list of parts) and load
     them as ``load(*parts)``, each part first checked against ``args``."""
     if not isinstance(cls, type):

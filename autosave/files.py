@@ -5,7 +5,9 @@ import gc
 import os
 import re
 import stat
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import IO, Any, Protocol, TypeVar
 
 import xxhash
 
@@ -17,8 +19,23 @@ from .rebuild import load_records
 from .walk import Walker
 
 
+_T = TypeVar("_T")
+# What save() and load() take as a path: what open() takes, less file descriptors.
+PathLike = str | bytes | os.PathLike[str] | os.PathLike[bytes]
+
+
+class ReadableFile(Protocol):
+    """A binary file open for reading, as ``pickle.load`` takes one."""
+    def read(self, /) -> bytes | bytearray: ...
+
+
+class WritableFile(Protocol):
+    """A binary file open for writing, as ``pickle.dump`` takes one."""
+    def write(self, data: memoryview, /) -> int | None: ...
+
+
 @contextmanager
-def collector_paused():
+def collector_paused() -> Iterator[None]:
     """Pause the cyclic GC: a save or load makes hundreds of thousands of small lists
     that live until it returns, and collecting them over and over would cost more
     than the work itself. Nothing they make is garbage until then."""
@@ -31,7 +48,7 @@ def collector_paused():
             gc.enable()
 
 
-def dumps(root):
+def dumps(root: object) -> bytes:
     """Everything reachable from ``root``, as bytes. Raises SaveError with the object path.
 
     The graph is walked once: by the engine generated code plugs into when the game has
@@ -46,13 +63,13 @@ def dumps(root):
                             "root") from e
 
 
-def loads(data):
+def loads(data: bytes | bytearray | memoryview) -> Any:
     """The root saved in ``data``. Raises only LoadError kinds on bad input."""
     with collector_paused():
         return load_records(*decode(data))
 
 
-def save(path, root):
+def save(path: PathLike, root: object) -> int:
     """Write a save atomically: a crash leaves the old file or the new one, never neither.
 
     The bytes go to a temporary file beside the target, are flushed to disk, and replace
@@ -245,7 +262,7 @@ def _copy_owner_and_mode(fd, old):
             raise                    # file systems without modes refuse; keep what they gave
 
 
-def load(file):
+def load(file: PathLike | ReadableFile | IO[bytes]) -> Any:
     """Load a save from a path, or from a binary file object open for reading (as
     ``pickle.load`` takes one): the file's remaining bytes are the save."""
     if hasattr(file, "read"):
@@ -266,7 +283,7 @@ def load(file):
         raise
 
 
-def dump(root, file):
+def dump(root: object, file: WritableFile | IO[bytes]) -> int:
     """Write the save of ``root`` to a binary file object open for writing (as
     ``pickle.dump`` does); returns the number of bytes. Not atomic: for a save slot
     on disk, ``save(path, root)`` replaces the file only once the new one is whole."""
@@ -283,7 +300,7 @@ def dump(root, file):
     return len(data)
 
 
-def copy(root):
+def copy(root: _T) -> _T:
     """A deep copy of everything reachable from ``root``, made through a save and a
     load: what games use for undo, rollback and look-ahead. Shares assets, aliases and
     cycles exactly as a save would."""

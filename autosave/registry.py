@@ -12,6 +12,8 @@ import operator     # noqa: F401
 import random       # noqa: F401
 import sys
 import types
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, overload
 
 from .errors import IncompatibleSaveError, SaveError, UntrustedTypeError
 
@@ -126,8 +128,8 @@ class Registry:
         if "<locals>" in obj.__qualname__:
             raise SaveError(
                 f"{what} {module}.{obj.__qualname__} is defined inside a function, so a load "
-                f"could not find it by name; move it to module level or give it "
-                f"@autosave.saveable(name=...)")
+                f"could not find it by name; move it to module level, or give it "
+                f"@autosave.saveable(name=...) and call that function before loading")
         if not self.is_allowed_module(module):
             raise SaveError(
                 f"{what} {name} is outside the allowed namespaces, so a load would refuse it; "
@@ -138,9 +140,9 @@ class Registry:
             # something else, or nothing
             raise SaveError(
                 f"{what} {name} cannot be found again by its name (module {module!r} has "
-                f"no attribute path {obj.__qualname__!r} leading to it: made by type() or "
-                f"replaced since?); define it at module level, or give it "
-                f"@autosave.saveable(name=...)")
+                f"no attribute path {obj.__qualname__!r} leading to it: made by type(), "
+                f"or the name was rebound or deleted since?); keep it bound to that name "
+                f"in {module!r}, or give it @autosave.saveable(name=...)")
         return name
 
     # -- resolution on load ----------------------------------------------------------
@@ -225,7 +227,13 @@ def class_version(cls):
 REGISTRY = Registry()
 
 
-def save_root(cls):
+_C = TypeVar("_C", bound=type)
+_T = TypeVar("_T")
+# An upgrade hook takes the plain field dict of one version and returns the next's.
+_Upgrade = TypeVar("_Upgrade", bound=Callable[[dict[str, Any]], dict[str, Any]])
+
+
+def save_root(cls: _C) -> _C:
     """Mark a class whose instances are save roots; trusts its package for loading."""
     if not isinstance(cls, type):
         raise TypeError("@autosave.save_root decorates a class")
@@ -234,12 +242,20 @@ def save_root(cls):
     return cls
 
 
-def saveable(cls=None, *, name=None, aliases=(), version=None):
+@overload
+def saveable(cls: _C, *, name: str | None = None, aliases: str | Iterable[str] = (),
+             version: int | None = None) -> _C: ...
+@overload
+def saveable(cls: None = None, *, name: str | None = None, aliases: str | Iterable[str] = (),
+             version: int | None = None) -> Callable[[_C], _C]: ...
+def saveable(cls: _C | None = None, *, name: str | None = None,
+             aliases: str | Iterable[str] = (),
+             version: int | None = None) -> _C | Callable[[_C], _C]:
     """Give a class a stable save name, old names it loads from, and a version."""
     if isinstance(aliases, str):
         aliases = (aliases,)
 
-    def decorate(cls):
+    def decorate(cls: _C) -> _C:
         if not isinstance(cls, type):
             raise TypeError("@autosave.saveable decorates a class")
         return REGISTRY.register_class(cls, name=name, aliases=tuple(aliases), version=version)
@@ -247,29 +263,29 @@ def saveable(cls=None, *, name=None, aliases=(), version=None):
     return decorate(cls) if cls is not None else decorate
 
 
-def upgrade(name, from_version):
+def upgrade(name: str, from_version: int) -> Callable[[_Upgrade], _Upgrade]:
     """Register ``fn(fields: dict) -> dict`` turning version ``from_version`` data into the next."""
     if not isinstance(from_version, int) or from_version < 1:
         raise ValueError(f"from_version must be an int >= 1, got {from_version!r}")
 
-    def decorate(fn):
+    def decorate(fn: _Upgrade) -> _Upgrade:
         REGISTRY.add_upgrade(name, from_version, fn)
         return fn
 
     return decorate
 
 
-def allow(*packages):
+def allow(*packages: str) -> None:
     """Trust the classes and functions of these packages when loading."""
     REGISTRY.allow(*packages)
 
 
-def asset(obj, asset_id):
+def asset(obj: _T, asset_id: str) -> _T:
     """Register ``obj`` as static data: saves write ``asset_id``, loads return ``obj``."""
     return REGISTRY.add_asset(obj, asset_id)
 
 
-def assets(mapping):
+def assets(mapping: Mapping[str, object]) -> None:
     """Register many assets at once: ``{asset_id: obj}``."""
     for asset_id, obj in mapping.items():
         REGISTRY.add_asset(obj, asset_id)

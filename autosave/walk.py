@@ -25,6 +25,7 @@ from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
 from .adapters.containers import flat_items
 from .adapters.exceptions import EXCEPTION
 from .adapters.weak import WeakAdapter
+from .advice import Unsaveable
 from .coroutines.runtime import RUNNING, Coroutine
 from .errors import SaveError
 from .format import ABSENT, STATE_FIELDS
@@ -40,7 +41,8 @@ _FINISH = object()   # stack marker: below it the cell, record and build-time le
 
 STOP = object()      # stack marker: drain() returns when it pops it (its cell says so)
 
-_UNSAVEABLE = {
+# Subclasses of the handle types (files, sockets...) are looked up too: advice.py
+_UNSAVEABLE = Unsaveable({
     types.GeneratorType: "a plain generator; decorate its function with @autosave.coroutine "
                          "to make it saveable, or mark the field autosave.transient",
     types.CoroutineType: "an async coroutine; autosave saves @autosave.coroutine generators, "
@@ -51,7 +53,7 @@ _UNSAVEABLE = {
     types.ModuleType: "a module; keep module references out of saved state or mark the "
                       "field autosave.transient",
     types.CodeType: "a code object; save the function instead",
-}
+})
 
 
 class Walker:

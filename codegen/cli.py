@@ -19,6 +19,7 @@ from . import manifest as manifest_
 from .collect import collect, coroutine_functions, inside, where
 from .emit import generate
 from .errors import CodegenError
+from .report import coverage, lines as report_lines
 
 MANIFEST = "autosave_manifest.json"
 
@@ -183,6 +184,9 @@ def main(argv=None):
                         help="write nothing; exit 1 if the files on disk are not current")
     parser.add_argument("--compile", action="store_true",
                         help="also compile the generated module with Cython")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="list every class that got generated code, not only the ones "
+                             "left to reflection")
     args = parser.parse_args(argv)
     if args.out and len(args.packages) > 1:
         parser.error("--out takes one PACKAGE")
@@ -198,6 +202,10 @@ def main(argv=None):
         write_all(files)
         for path in sorted(p for p, text in files.items() if text is not None):
             print(f"wrote {path}")
+        own, _ = collect(args.packages)          # imported already: no second import
+        for package in args.packages:
+            for line in report_lines(coverage(package, own), verbose=args.verbose):
+                print(line)
         for path in sorted(p for p, text in files.items() if p.name == f"{MODULE}.py"):
             old_builds = compiled_modules(path.parent)
             if args.compile:

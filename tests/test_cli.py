@@ -108,3 +108,49 @@ def test_inspect_of_other_files_is_a_clean_error(tmp_path, capsys):
     path.write_text("hello")
     assert main(["inspect", str(path)]) == 2
     assert "neither an autosave save nor a checkpoint log" in capsys.readouterr().err
+
+
+def _error_of(capsys, *argv):
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err
+
+
+def test_errors_name_the_file_once(tmp_path, capsys):
+    log = tmp_path / "profile.log"
+    make_log(log)
+    short = tmp_path / "short.log"
+    short.write_bytes(log.read_bytes()[:100])
+    cases = {tmp_path / "missing.sav": "No such file or directory",
+             tmp_path: "Is a directory",
+             short: "less than its header block"}
+    for path, words in cases.items():
+        # dump on a log names the file again, in the inspect command it suggests
+        for command in ("inspect", "dump") if words[:2] in ("No", "Is") else ("inspect",):
+            err = _error_of(capsys, command, str(path))
+            assert err.startswith(f"autosave {command}: {path}: ") and words in err, err
+            assert err.count(str(path)) == 1, err
+
+
+def test_dump_of_a_checkpoint_log_points_to_inspect(tmp_path, capsys):
+    path = tmp_path / "profile.log"
+    make_log(path)
+    err = _error_of(capsys, "dump", str(path))
+    assert "a checkpoint log, not a save" in err
+    assert f"`autosave inspect {path}`" in err and "CheckpointLog.open(path)" in err
+    assert main(["inspect", str(path)]) == 0           # the advice, followed
+    assert "prologue" in capsys.readouterr().out
+
+
+def test_docs_lists_and_prints_the_shipped_documents(capsys):
+    assert main(["docs"]) == 0
+    listing = capsys.readouterr().out
+    assert "security    Loading files from strangers" in listing
+    assert main(["docs", "security"]) == 0
+    assert capsys.readouterr().out.startswith("# Loading files from strangers")
+    assert main(["docs", "docs/format.md"]) == 0            # as the docstrings cite it
+    assert "# The autosave file format" in capsys.readouterr().out
+    assert main(["docs", "nonsense"]) == 2
+    err = capsys.readouterr().err
+    assert "no topic 'nonsense'" in err and "security" in err

@@ -1,6 +1,7 @@
 """The adapter protocol and the dispatch tables keyed by type and by stable name."""
 
 import sys
+from typing import Any, TypeVar
 
 
 class _Lazy(dict):
@@ -59,10 +60,10 @@ def activate_pending():
 
 
 class Adapter:
-    name = ""                 # stable type name in the save's type table
-    types = ()                # exact types this adapter saves
-    mutable = False
-    has_fill = False
+    name: str = ""            # stable type name in the save's type table
+    types: tuple[type, ...] = ()   # exact types this adapter saves
+    mutable: bool = False
+    has_fill: bool = False
     build_slice = ALL         # payload the build step needs built
     build_finished = None     # payload slice whose objects must be filled before build
     fill_finished = None      # payload slice whose objects must be filled before fill
@@ -75,24 +76,32 @@ class Adapter:
     hash_kind = 0             # 0: hashing it visits nothing else; 1: hashes its parts by
                               # unchecked C recursion; 2: hashes its parts otherwise
 
-    def parts(self, obj):
+    def parts(self, obj: Any) -> list[Any]:
         """The record payload of ``obj``: values and objects, in order."""
         raise NotImplementedError
 
-    def allocate(self, rec):
+    def allocate(self, rec: list[Any]) -> Any:
+        """An empty object for record ``rec``, filled later by ``fill`` (has_fill)."""
         raise NotImplementedError
 
-    def build(self, vals):
+    def build(self, vals: list[Any]) -> Any:
+        """The object of a record whose built values are ``vals`` (``vals[0]`` is the
+        type index, the parts follow)."""
         raise NotImplementedError
 
-    def fill(self, obj, vals):
+    def fill(self, obj: Any, vals: list[Any]) -> None:
+        """Complete an object ``allocate`` made, from the record's built values."""
         raise NotImplementedError
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<adapter {self.name}>"
 
 
-def register_adapter(adapter):
+_A = TypeVar("_A", bound=Adapter)
+
+
+def register_adapter(adapter: _A) -> _A:
+    """Make ``adapter`` save its ``types`` and load records named ``adapter.name``."""
     if dict.get(ADAPTERS_BY_NAME, adapter.name) is not None:
         raise ValueError(f"an adapter named {adapter.name!r} already exists")
     ADAPTERS_BY_NAME[adapter.name] = adapter

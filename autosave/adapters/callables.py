@@ -14,6 +14,7 @@ import operator
 import sys
 import types
 
+from ..advice import function_not_found
 from ..errors import FormatError, IncompatibleSaveError, UntrustedTypeError
 from ..loadcheck import bound_hook, class_attribute, exact, str_dict
 from ..registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
@@ -208,10 +209,7 @@ class FunctionAdapter(Adapter):
         host, candidates = code_candidates(module, code.co_qualname)
         index = next((i for i, c in enumerate(candidates) if c is code), None)
         if index is None:
-            raise LookupError(
-                f"function {obj.__qualname__} ({code.co_filename}:{code.co_firstlineno}) "
-                f"cannot be found again from module {module!r}; define it at module "
-                f"level or inside a module-level function or class")
+            raise LookupError(function_not_found(obj, module))
         REGISTRY.check_savable_name(host, "function host")
         return [module, code.co_qualname, index, obj.__name__, obj.__defaults__,
                 obj.__kwdefaults__, obj.__closure__, obj.__dict__ or None]
@@ -402,12 +400,19 @@ def check_constructor(func, obj):
     where = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
     what = f"{type(obj).__module__}.{type(obj).__qualname__}"
     if not isinstance(func, type):
+        # __getstate__/__setstate__ help only once the class's own __reduce__ is gone:
+        # a __reduce__ of the class's Python code takes precedence over them.
+        own = next((k for k in type(obj).__mro__ if k is not object and (
+            "__reduce__" in vars(k) or "__reduce_ex__" in vars(k))), None)
+        state = ("" if own is None or not isinstance(vars(own).get(
+                     "__reduce__", vars(own).get("__reduce_ex__")), types.FunctionType)
+                 else f", replace {own.__qualname__}.__reduce__ with "
+                      f"__getstate__/__setstate__")
         raise LookupError(
             f"{what}: its __reduce__ rebuilds it by calling the function {where}; a load calls "
             f"no function a save names (only classes of the allowed namespaces), so it "
-            f"could not be loaded. Register an adapter with autosave.register(...) "
-            f"(docs/types.md), give the class __getstate__/__setstate__, or mark the "
-            f"field autosave.transient")
+            f"could not be loaded. Register an adapter with autosave.register(...)"
+            f"{state}, or mark the field autosave.transient")
     if not REGISTRY.is_allowed_module(func.__module__):
         top = func.__module__.partition(".")[0]
         raise LookupError(

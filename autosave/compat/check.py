@@ -6,7 +6,7 @@ or alias, fields are mapped by name, a declared field the save lacks needs a def
 unless upgrade hooks run (then the hooks are trusted to supply it, and `verify` checks
 that they do), hooks chain from the saved version to the current one, enum members are
 found by name, assets by id, coroutines by function, label and live locals. docs/compat.md
-states each rule; tests/test_compat_agreement.py holds the checker to the loader.
+states each rule; the repository's test suite holds the checker to the loader.
 """
 
 import re

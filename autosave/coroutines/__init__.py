@@ -40,6 +40,8 @@ precompiled machine.
 """
 
 import types
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..adapters.base import ADAPTERS_BY_TYPE
 from ..errors import CoroutineError
@@ -225,8 +227,12 @@ def build(func):
     return namespace[data["maker"]], data
 
 
-def coroutine(func):
-    """Make a generator function's generators resumable and saveable."""
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def coroutine(func: _F) -> _F:
+    """Make a generator function's generators resumable and saveable. Its generators
+    keep the generator protocol (next, send, throw, close), so the type is unchanged."""
     if isinstance(func, (staticmethod, classmethod)):
         return type(func)(coroutine(func.__func__))
     if func in SPECS:

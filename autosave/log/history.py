@@ -16,18 +16,28 @@ them (and never reads a checkpoint until one is restored).
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Self
 
 import attrs
 
 from ..errors import CorruptLogError, ReadOnlyLogError
 from ..files import dumps, loads
 from .file import PAYLOAD, LogFile
-from .content import Content, Table, check_restorable, is_branch, plan
+from .content import Content, Report, Table, check_restorable, is_branch, plan
 from .records import compress_checkpoint, inflate_checkpoint, pack_checkpoints
 from .replay import Replay
 
 _PLAIN_KEYS = (type(None), bool, int, str, bytes)
+# A node key tells apart entries of one node; reached keys are str, int or bytes.
+NodeKey = None | bool | int | str | bytes
+ReachedKey = int | str | bytes
+# The game's content: node name -> its step keys, or a callable giving a node's keys
+# (None for a node the game no longer has).
+StepKey = str | bytes | int
+ContentSource = Mapping[str, Iterable[StepKey]] | Callable[[str], Iterable[StepKey] | None]
+# replay(state, steps) re-executes ``steps`` steps from ``state`` and returns the state.
+Replayer = Callable[[Any, int], Any]
 # What msgpack can write: a key outside this range would make every later flush fail.
 _INT_RANGE = range(-2 ** 63, 2 ** 64)
 
@@ -73,7 +83,7 @@ class Bookmark:
     _log: object = attrs.field(repr=False, eq=False)
 
     @property
-    def screenshot(self):
+    def screenshot(self) -> bytes | None:
         """The screenshot bytes given to ``bookmark()``, read from the log, or None."""
         if not self.screenshot_offset:
             return None
@@ -87,7 +97,7 @@ class Reached:
         self._log = log
         self._keys = set()
 
-    def add(self, key):
+    def add(self, key: ReachedKey) -> None:
         self._log.file.check_writable()
         if type(key) not in _PLAIN_KEYS or type(key) is bool:
             raise TypeError(f"reached keys are str, int or bytes, not {type(key).__name__}")
@@ -96,13 +106,13 @@ class Reached:
             self._keys.add(key)
             self._log._events.append(["reached", key])
 
-    def __contains__(self, key):
+    def __contains__(self, key: object) -> bool:
         return key in self._keys
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[ReachedKey]:
         return iter(self._keys)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._keys)
 
     def _drop(self, key):
@@ -113,7 +123,8 @@ class Reached:
 class CheckpointLog:
     """One player profile's whole history. See the module docstring and docs/log-format.md."""
 
-    def __init__(self, file, checkpoint_every, decode_globals=True, content=None):
+    def __init__(self, file: LogFile, checkpoint_every: int, decode_globals: bool = True,
+                 content: ContentSource | None = None) -> None:
         """A history over an open LogFile. With ``decode_globals=False`` the globals
         stay undecoded bytes (``globals`` is None): nothing the file names is built.
         ``content`` (node -> step keys, or a callable) upgrades the history to it: see
@@ -127,7 +138,8 @@ class CheckpointLog:
         self.roots = []              # ids of records without a parent
         self._bookmarks = {}         # slot -> Bookmark
         self.reached = Reached(self)
-        self.globals = {}
+        # None only with decode_globals=False (autosave inspect), which open() never asks
+        self.globals: dict[str, Any] = {}
         self._events = []            # metadata events not flushed yet
         self._extended = {}          # record id -> last step, not flushed yet
         self._saved_globals = dumps({})
@@ -137,7 +149,7 @@ class CheckpointLog:
         self._reentered = False      # entered an existing record: its first step is reused
         self._content = Table()      # content fingerprints (content.py)
         self._source = None
-        self.upgrade_report = None   # what opening with ``content`` changed (content.Report)
+        self.upgrade_report: Report | None = None   # what opening with ``content`` changed (content.Report)
         try:
             Replay(self).run(decode_globals)
             if content is not None:
@@ -147,12 +159,14 @@ class CheckpointLog:
             file.close()
             raise
         if not decode_globals:
-            self.globals = None
+            self.globals = None     # type: ignore[assignment]
         elif not file.writable:
             self.globals = _FrozenDict(self.globals, file.path)
 
     @classmethod
-    def open(cls, path, checkpoint_every=10, *, writable=True, content=None, **file_options):
+    def open(cls, path: str | os.PathLike[str], checkpoint_every: int = 10, *,
+             writable: bool = True, content: ContentSource | None = None,
+             **file_options: Any) -> Self:
         """Open (or create) the log at ``path`` for writing (one writer at a time), or
         with ``writable=False`` for reading: then every mutation raises ReadOnlyLogError.
 
@@ -201,19 +215,19 @@ class CheckpointLog:
             self._events.append(["content", fid, name, hashes])
 
     @property
-    def recovered(self):
+    def recovered(self) -> int:
         """Bytes of an unflushed, torn tail cut when the log was opened (0 if none)."""
         return self.file.recovered
 
     @property
-    def recovery(self):
+    def recovery(self) -> list[str]:
         """What opening had to work around (damaged slots, a dropped last commit,
         commits found by scanning), one line each; empty for a log closed cleanly."""
         return list(self.file.recovery)
 
     # -- play -----------------------------------------------------------------------------
 
-    def enter(self, node, key=None):
+    def enter(self, node: str, key: NodeKey = None) -> Position:
         """Begin node ``node``; ``key`` tells apart entries with different variables.
         A log opened with content refuses (ValueError) a node the content lacks."""
         self.file.check_writable()
@@ -237,7 +251,7 @@ class CheckpointLog:
         self._current, self._step, self._reentered = record, -1, False
         return self.position
 
-    def step(self, state, checkpoint=None):
+    def step(self, state: object, checkpoint: bool | None = None) -> Position:
         """One step reached with game state ``state``. A checkpoint is written at a
         record's first step, every ``checkpoint_every`` steps, or when ``checkpoint`` is
         True (never when it is False, except at a record's first step)."""
@@ -269,13 +283,13 @@ class CheckpointLog:
         return self.position
 
     @property
-    def position(self):
+    def position(self) -> Position | None:
         """The Position of the last step (step first_step - 1 right after enter)."""
         if self._current is None:
             return None
         return Position(self._current.name, self._step, self._current.id)
 
-    def restore(self, position, replay=None):
+    def restore(self, position: Position, replay: Replayer | None = None) -> Any:
         """The game state at ``position``; play continues from there (new steps branch).
 
         Loads the nearest checkpoint at or before the position, then calls
@@ -316,7 +330,7 @@ class CheckpointLog:
         self._current, self._step, self._reentered = record, position.step, False
         return state
 
-    def back(self, n=1):
+    def back(self, n: int = 1) -> Position:
         """The Position ``n`` steps earlier along the history leading here."""
         if n < 0:
             raise ValueError("back() counts steps backwards: n >= 0")
@@ -331,7 +345,7 @@ class CheckpointLog:
                 raise ValueError("back() goes before the first step of the history")
             record, step = self.records[record.parent], record.parent_step
 
-    def history(self):
+    def history(self) -> list[tuple[str, int, int]]:
         """[(node name, first step, last step)] of the path from the root to here."""
         out = []
         record, step = self._current, self._step
@@ -344,11 +358,12 @@ class CheckpointLog:
     # -- bookmarks --------------------------------------------------------------------------
 
     @property
-    def bookmarks(self):
+    def bookmarks(self) -> Mapping[str, "Bookmark"]:
         """slot -> Bookmark, read-only; see bookmark() and delete_bookmark()."""
         return _ReadOnly(self._bookmarks)
 
-    def bookmark(self, slot, description="", screenshot=None, position=None):
+    def bookmark(self, slot: str, description: str = "", screenshot: bytes | None = None,
+                 position: Position | None = None) -> Bookmark:
         """Point save slot ``slot`` at ``position`` (default: here). Instant: no state is
         written, the slot refers into the history."""
         self.file.check_writable()
@@ -366,14 +381,15 @@ class CheckpointLog:
                              mark.description, mark.created, shot])
         return mark
 
-    def delete_bookmark(self, slot):
+    def delete_bookmark(self, slot: str) -> None:
+        """Remove save slot ``slot`` (KeyError if there is none); its history stays."""
         self.file.check_writable()
         del self._bookmarks[slot]
         self._events.append(["unbookmark", slot])
 
     # -- durability ----------------------------------------------------------------------
 
-    def flush(self):
+    def flush(self) -> None:
         """Make everything so far durable (one atomic commit).
 
         If it raises, nothing of it is committed and nothing is forgotten: the events
@@ -392,7 +408,7 @@ class CheckpointLog:
         self._extended.clear()
         self._saved_globals, self._saved_at = saved, at
 
-    def close(self):
+    def close(self) -> None:
         """Flush (a writer in its own process, not poisoned) and release the file.
         Idempotent; the file is released even when the flush raises."""
         file = self.file
@@ -404,10 +420,10 @@ class CheckpointLog:
         finally:
             file.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type, *rest):
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         if exc_type is None:
             self.close()
         else:
