@@ -102,7 +102,7 @@ if mesa is not None:
 
     class Market(mesa.Model):
         def __init__(self, n=12, seed=None):
-            super().__init__(seed=seed)
+            super().__init__(rng=seed)
             Trader.create_agents(self, n)
 
         def step(self):
