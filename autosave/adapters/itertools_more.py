@@ -45,6 +45,7 @@ def _indices(value, length, what):
 
 class FilterFalseAdapter(Adapter):
     """[function or None, iterator]"""
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "itertools.filterfalse", (itertools.filterfalse,)
 
     def parts(self, obj):
@@ -60,6 +61,7 @@ class FilterFalseAdapter(Adapter):
 class GroupByAdapter(Adapter):
     """[iterator, key function or None, started, current key, current value, target
     key] (the last three only once started)."""
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "itertools.groupby", (itertools.groupby,)
 
     def parts(self, obj):
@@ -81,6 +83,7 @@ class GroupByAdapter(Adapter):
 class GrouperAdapter(Adapter):
     """[groupby, target key] -- the group a groupby handed out last; [None, None] for
     an older group, which natively yields nothing more."""
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "itertools._grouper", (_GROUPER,)
 
     def parts(self, obj):
@@ -105,6 +108,7 @@ class GrouperAdapter(Adapter):
 class TeeAdapter(Adapter):
     """[data link, index] -- one of the iterators ``tee`` made; iterators of the same
     tee share their links, so they stay in step with each other."""
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "itertools._tee", (_TEE,)
 
     def parts(self, obj):
@@ -126,6 +130,7 @@ class TeeAdapter(Adapter):
 class TeeDataAdapter(Adapter):
     """[source iterator, next link or None, values...] -- items read from the source
     that some iterator of the tee has not reached yet."""
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "itertools._tee_dataobject", (_TEE_DATA,)
 
     def parts(self, obj):
