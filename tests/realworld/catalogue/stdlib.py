@@ -28,10 +28,7 @@ from . import Slot, entry, take
 
 GAME_LOG = logging.getLogger("catalogue.game")     # created at import, as a game's are
 
-
-
-def stdlib(name, use, pickle=True):
-    return entry(name, use, pickle=pickle)
+stdlib = entry          # an entry that needs no library and allows nothing
 
 
 @stdlib("decimal.Context", lambda c: (str(c.divide(decimal.Decimal(1), decimal.Decimal(7))),
