@@ -1,10 +1,12 @@
 """Bounds on what a file's records can make a load compute, checked in one pass over
 the records before any object is built (docs/security.md, "Budgets").
 
-* **C recursion.** CPython frees a deque or defaultdict, and hashes a tuple or a slice,
-  by recursing in C with no depth check: a chain of them some tens of thousands deep
-  kills the process. Chains through those types are refused past ``C_DEPTH`` (for
-  tuples and slices only where the load would hash them).
+* **C recursion.** CPython frees a deque, a defaultdict, an iterator over an iterator
+  (``enumerate``, ``itertools``...) or a staticmethod, and hashes a tuple or a slice, by
+  recursing in C with no depth check: a chain of them some tens of thousands deep
+  (numpy object arrays: some thousands) kills the process. Chains through those types
+  (adapters with ``c_dealloc``) are refused past ``C_DEPTH`` (for tuples and slices
+  only where the load would hash them).
 * **Hash work.** Hashing a value-hashed object (tuple, frozen class...) recomputes the
   hash of everything it holds. Records may share parts, so a small file can describe a
   key whose hash takes 2**60 steps. The steps every hashed key costs are counted on
@@ -39,14 +41,17 @@ def check_records(plans, records):
     n = len(records)
     if dealloc:
         chain = {}
+        # a level of some types takes several deques' worth of C stack to free
+        weights = {t: int(plans[t].c_dealloc) for t in dealloc}
         for i in found:
             if records[i][0] in dealloc and i not in chain and list in map(type, records[i]):
-                d = _fold(i, records, dealloc, max, chain, n)
+                d = _fold(i, records, dealloc, max, chain, n, weights)
                 if d > C_DEPTH:
+                    w = weights[records[i][0]]
                     raise FormatError(
-                        f"record {i} heads a chain of {d} nested "
+                        f"record {i} heads a chain of {-(-d // w)} nested "
                         f"{plans[records[i][0]].name} objects; CPython cannot free more "
-                        f"than about {C_DEPTH} without crashing")
+                        f"than about {C_DEPTH // w} without crashing")
     if not hashing:
         return
     by_value = {t for t, p in enumerate(plans) if getattr(p, "hash_kind", 0)}
@@ -86,10 +91,11 @@ def _add_capped(budget):
     return add
 
 
-def _fold(root, records, members, combine, memo, n):
+def _fold(root, records, members, combine, memo, n, weights=None):
     """1 + combine(...) of the same over the references of record ``root`` to records
     whose type is in ``members`` (others count 1 for a sum, 0 for a max), memoised in
-    ``memo``, iteratively. A reference back to a record being folded (a cycle) counts
+    ``memo``, iteratively; for a max, ``weights`` may give a type's records a weight
+    other than 1. A reference back to a record being folded (a cycle) counts
     as a leaf: a hash around a cycle fails by Python's own recursion limit."""
     is_max = combine is max
     stack = [(root, False)]
@@ -105,7 +111,8 @@ def _fold(root, records, members, combine, memo, n):
                 else:
                     v = 1
                 acc = max(acc, v) if is_max else combine(acc, v)
-            memo[j] = combine(1, acc) if not is_max else 1 + acc
+            memo[j] = combine(1, acc) if not is_max else acc + (
+                weights[records[j][0]] if weights else 1)
             continue
         if j in memo:
             continue

@@ -14,6 +14,7 @@ fails, so the common path pays nothing for it.
 
 import copyreg
 import functools
+import itertools
 import operator
 import sys
 import types
@@ -53,6 +54,11 @@ _UNSAVEABLE = Unsaveable({
     types.ModuleType: "a module; keep module references out of saved state or mark the "
                       "field autosave.transient",
     types.CodeType: "a code object; save the function instead",
+    # CPython offers no way to set its state: rebuilding one would advance its source
+    itertools.pairwise: "an itertools.pairwise, whose state cannot be restored without "
+                        "advancing its source; save zip(a, b) over a, b = "
+                        "itertools.tee(source) with next(b, None) instead (docs/types.md), "
+                        "or mark the field autosave.transient",
 })
 
 
@@ -157,7 +163,6 @@ class Walker:
     def drain(self):
         """Visit what the stack holds, and everything it reaches; stop early at a
         ``STOP`` marker (where a recursive walk handed its deepest objects over)."""
-        root = self.root
         stack, memo, records = self.stack, self.memo, self.records
         handlers, pop, emit = self.handlers, self.stack.pop, records.append
         closes_cycle = self.closes_cycle

@@ -53,7 +53,7 @@ def test_what_a_save_can_name_with_nothing_allowed_is_the_documented_list():
     assert "os.system" not in found and "builtins.eval" not in found
 
 
-POSITIONS = 11
+POSITIONS = 13
 
 
 def callable_position(f, fn, p):
@@ -76,6 +76,8 @@ def callable_position(f, fn, p):
         9: lambda: f.rec("autosave.coroutine", fn, "<start>"),
         10: lambda: f.rec("builtins.sorted" and "builtins.list", f.rec(
             "builtins.filter", fn, f.rec("builtins.list_iterator", canary, 1))),
+        11: lambda: f.rec("itertools.groupby", it, fn, False),
+        12: lambda: f.rec("itertools.filterfalse", fn, it),
     }
     return make[p](), canary
 

@@ -294,6 +294,36 @@ def deep_chain(kind, depth=200_000):
             nxt = refs[i + 1] if i + 1 < depth else None
             f.set(r, "collections.deque", None, nxt, cycle=nxt is not None)
         f.rec("builtins.list", refs[0])
+    elif kind == "iterators":            # every iterator kind CPython frees by C recursion
+        x = f.rec("builtins.list_iterator", f.rec("builtins.list"), 0)
+        fn = f.glob("builtins.len")
+        wraps = [
+            lambda x: f.rec("builtins.enumerate", x, 0),
+            lambda x: f.rec("builtins.zip", False, x),
+            lambda x: f.rec("builtins.map", fn, x),
+            lambda x: f.rec("builtins.filter", None, x),
+            lambda x: f.rec("itertools.filterfalse", None, x),
+            lambda x: f.rec("itertools.groupby", x, None, False),
+            lambda x: f.rec("itertools._grouper", f.rec("itertools.groupby", x, None, True,
+                                                        1, 1, 1), 1),
+            lambda x: f.rec("itertools._tee", f.rec("itertools._tee_dataobject", x, None), 0),
+            lambda x: f.rec("itertools.repeat", x, None),
+            lambda x: f.rec("itertools.cycle", x, False),
+            lambda x: f.rec("itertools.chain", x, None),
+            lambda x: f.rec("itertools.islice", x, 0, None, 1, 0),
+            lambda x: f.rec("itertools.takewhile", fn, x, None),
+            lambda x: f.rec("itertools.dropwhile", fn, x, None),
+            lambda x: f.rec("itertools.starmap", fn, x, None),
+            lambda x: f.rec("itertools.compress", x, x, None),
+            lambda x: f.rec("itertools.accumulate", x, None, None),
+            lambda x: f.rec("itertools.zip_longest", x, None),
+        ]
+        for i in range(depth):
+            x = wraps[i % len(wraps)](x)
+    elif kind in ("staticmethod", "mappingproxy"):
+        x = f.glob("builtins.len") if kind == "staticmethod" else f.rec("builtins.dict")
+        for _ in range(depth):
+            x = f.rec(f"builtins.{kind}", x)
     elif kind == "tuple-list":           # lists free through CPython's trashcan: loads
         x = f.rec("builtins.tuple", 1)
         for _ in range(depth // 2):
@@ -323,6 +353,9 @@ BOMBS = {
     "deque-200k-deep": lambda: deep_chain("deque"),
     "deque-200k-deep-by-forward-references": lambda: deep_chain("deque-forward"),
     "defaultdict-200k-deep": lambda: deep_chain("defaultdict"),
+    "iterators-200k-deep": lambda: deep_chain("iterators"),
+    "staticmethod-200k-deep": lambda: deep_chain("staticmethod"),
+    "mappingproxy-200k-deep": lambda: deep_chain("mappingproxy"),
     "hash-of-a-shared-dag": dag_key,
 }
 

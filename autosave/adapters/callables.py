@@ -95,7 +95,15 @@ class MethodAdapter(Adapter):
             except LookupError:
                 pass
         if isinstance(obj, types.MethodType):
-            return [owner, obj.__func__]
+            func = obj.__func__
+            if type(func) is types.FunctionType or (
+                    isinstance(func, type) and REGISTRY.is_allowed_module(func.__module__)):
+                return [owner, func]
+            # what build() refuses: binding anything else by hand, a builtin included
+            raise LookupError(f"method {name} binds a {type(func).__name__} to a "
+                              f"{type(owner).__qualname__} by hand (types.MethodType); a "
+                              f"load binds only Python functions and classes that way, so "
+                              f"it would refuse it: wrap the call in a Python function")
         raise LookupError(f"method {name} of {type(owner).__qualname__} is not defined by "
                           f"its class, so a load could not bind it again")
 

@@ -167,6 +167,7 @@ class SetIteratorAdapter(Adapter):
 
 
 class EnumerateAdapter(Adapter):
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "builtins.enumerate", (enumerate,)
 
     def parts(self, obj):
@@ -181,6 +182,7 @@ class EnumerateAdapter(Adapter):
 
 
 class ZipAdapter(Adapter):
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "builtins.zip", (zip,)
 
     def parts(self, obj):
@@ -195,6 +197,7 @@ class ZipAdapter(Adapter):
 
 
 class MapAdapter(Adapter):
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "builtins.map", (map,)
 
     def parts(self, obj):
@@ -209,6 +212,7 @@ class MapAdapter(Adapter):
 
 
 class FilterAdapter(Adapter):
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "builtins.filter", (filter,)
 
     def parts(self, obj):

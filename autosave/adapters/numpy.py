@@ -180,6 +180,9 @@ class ArrayAdapter(Adapter):
 
 
 class ObjectArrayAdapter(Adapter):
+    # freed by unchecked C recursion, and numpy's frames are big: nested arrays die
+    # some 5,000 deep on an 8 MiB stack, so each level counts 3 (limits.py)
+    c_dealloc = 3
     name, mutable, has_fill = "numpy.object_array", True, True
 
     def parts(self, obj):
@@ -208,6 +211,7 @@ class ObjectArrayAdapter(Adapter):
 
 
 class ViewAdapter(Adapter):
+    c_dealloc = 3             # as object arrays: a view frees its base
     name = "numpy.view"
     build_finished = slice(1, 2)            # the root's items (object arrays)
 

@@ -120,6 +120,7 @@ class ChainMapAdapter(Adapter):
 
 class MappingProxyAdapter(Adapter):
     """[mapping] -- a read-only view of that very mapping."""
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "builtins.mappingproxy", (types.MappingProxyType,)
 
     def parts(self, obj):
@@ -159,6 +160,7 @@ def _setstate(obj, state):
 class CycleAdapter(Adapter):
     """[iterator, first pass done, saved items...]: continues where it was; nothing is
     consumed on load."""
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "itertools.cycle", (itertools.cycle,)
     build_finished = slice(1, 2)
 
@@ -177,6 +179,7 @@ class CycleAdapter(Adapter):
 
 class RepeatAdapter(Adapter):
     """[value, times left or None]"""
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "itertools.repeat", (itertools.repeat,)
 
     def parts(self, obj):
@@ -192,6 +195,7 @@ class RepeatAdapter(Adapter):
 
 class ChainAdapter(Adapter):
     """[iterator of iterables or None, active iterator or None]"""
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "itertools.chain", (itertools.chain,)
 
     def parts(self, obj):
@@ -210,6 +214,7 @@ class ChainAdapter(Adapter):
 
 class IsliceAdapter(Adapter):
     """[iterator, next index, stop or None, step, count]"""
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     name, types = "itertools.islice", (itertools.islice,)
 
     def parts(self, obj):
@@ -237,6 +242,7 @@ class ItertoolAdapter(Adapter):
     ``accumulate`` [iterator, function or None, running total], ``zip_longest``
     [iterators..., fillvalue]. Functions are stored, never called; iterators must be
     iterators and are not advanced."""
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     build_finished = slice(1, None)
 
     def __init__(self, cls, spec):
@@ -299,6 +305,7 @@ class StructseqAdapter(Adapter):
 
 class MethodWrapperAdapter(Adapter):
     """[function] -- a ``staticmethod`` or ``classmethod`` object held in a field."""
+    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
 
     def __init__(self, cls):
         self.cls, self.types = cls, (cls,)

@@ -241,3 +241,21 @@ def test_wide_generator_states_and_plain_scalars_are_checked():
     with pytest.raises(FormatError, match="holds a str"):
         forged(lambda f: f.rec("numpy.scalar", dtype(f, "<f8"), "1e3"))
     assert forged(lambda f: f.rec("numpy.scalar", dtype(f, "<u8"), 2 ** 64 - 1)) == 2 ** 64 - 1
+
+
+def test_chains_of_object_arrays_numpy_would_free_by_c_recursion_are_refused():
+    # numpy frees an object array's items by plain C recursion: a chain of arrays each
+    # holding the next, some 5,000 deep, kills the process when it is freed (1,500 does
+    # not, so that this test fails rather than crashes should the bound go)
+    def build(f):
+        x = f.rec("builtins.list")
+        for _ in range(1500):
+            x = f.rec("numpy.object_array", 0, 1, 1, x)
+    with pytest.raises(FormatError, match="chain of 1001 nested numpy.object_array objects; "
+                                          "CPython cannot free more than about 1000"):
+        forged(build)
+    f = Forge()
+    x = f.rec("builtins.list")
+    for _ in range(100):
+        x = f.rec("numpy.object_array", 0, 1, 1, x)
+    assert loads(f.bytes()).shape == (1,)         # what games nest loads

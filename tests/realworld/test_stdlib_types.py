@@ -163,6 +163,8 @@ def test_what_a_load_would_refuse_is_refused_at_save_time_with_its_path():
     with pytest.raises(SaveError, match=r"root\['purse'\]\[1\]: .*calling the function posix.getcwd"):
         dumps({"purse": [0, ReducesToAFunction()]})
     assert type(roundtrip(Made())) is Made          # its name reaches it: fine
+    with pytest.raises(SaveError, match=r"root\['m'\]\[0\]: .*binds a builtin_function_or_method .*by hand"):
+        dumps({"m": [types.MethodType(len, 1)]})
 
 
 # -- forged records ------------------------------------------------------------------------
