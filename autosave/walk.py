@@ -81,6 +81,7 @@ class Walker:
         # What user code gave this walk (a __getstate__ value, a __reduce__ value), by
         # id: an error's object path is found from these, never by calling it again.
         self.made = {}
+        self.unset = 0           # unset-slot markers written (a load checks their count)
         self.root = None
         self.current = None      # the object a failure outside its handler is about
         self.structure = None    # id -> structural index, see structural_index()
@@ -143,9 +144,11 @@ class Walker:
         collector would have to find, with the whole memo and every record behind it),
         and the tables of handlers are closed over by the handlers in turn: emptying
         them and the walker frees it all now, so nothing of a save outlives the call."""
+        unset = vars(self).get("unset", 0)
         for table in self.tables():
             table.clear()
         vars(self).clear()
+        self.unset = unset       # the one fact a caller reads after the walk (copy())
 
     def tables(self):
         return self.handlers, self.memo
@@ -473,6 +476,7 @@ class Walker:
                     values.append(object.__getattribute__(obj, name))
                 except AttributeError:
                     values.append(ABSENT)
+                    self.unset += 1
         if schema.has_dict:
             d = obj.__dict__
             if schema.transient:

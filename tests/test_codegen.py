@@ -127,6 +127,15 @@ def test_nothing_of_generated_or_reflective_save_and_load_outlives_the_call(
     bench_graphs.same_graph(root, copy)
 
 
+@pytest.mark.parametrize("codegen", ["1", "0"])
+def test_copy_of_the_demo_and_the_world_is_what_a_save_and_a_load_give(codegen, monkeypatch):
+    monkeypatch.setenv("AUTOSAVE_CODEGEN", codegen)
+    for root in (game.build_level(seed=5, n_npcs=30), bench_graphs.world_graph(2000)):
+        copied = autosave.copy(root)
+        bench_graphs.same_graph(root, copied)
+        assert autosave.dumps(copied) == autosave.dumps(root)
+
+
 def test_an_unset_slot_takes_the_reflective_path_through_generated_code():
     level = game.build_level(seed=4, n_npcs=5)
     del level.npcs[2].pos                      # attrs slots may be unset
