@@ -9,6 +9,7 @@ frozen keys), self-references and keys whose hash depends on other nodes.
 
 import dataclasses
 import gc
+import os
 import pickle
 import random
 
@@ -165,6 +166,7 @@ def check_roundtrip(graph):
     assert_isomorphic(graph, autosave.loads(again))
 
 
+FUZZ = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "0") or 0)   # 0: the seeded CI set
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                      HealthCheck.data_too_large])
 
@@ -177,21 +179,21 @@ FROZEN_KEY_BUG_SPEC = (["frozenset", "dictnode", "set", "fkey"],
                         [("ref", 0), ("atom", None)]])
 
 
-@settings(max_examples=250, **SETTINGS)
+@settings(max_examples=FUZZ or 250, **SETTINGS)
 @given(graph_specs())
 def test_random_graphs_round_trip_isomorphically(spec):
     graph = build(spec)
     check_roundtrip(graph)
 
 
-@settings(max_examples=80, **SETTINGS)
+@settings(max_examples=FUZZ or 80, **SETTINGS)
 @given(graph_specs(max_nodes=25))
 def test_larger_random_graphs_round_trip_isomorphically(spec):
     graph = build(spec)
     check_roundtrip(graph)
 
 
-@settings(max_examples=250, **SETTINGS)
+@settings(max_examples=FUZZ or 250, **SETTINGS)
 @given(graph_specs(max_nodes=14))
 @example(FROZEN_KEY_BUG_SPEC)
 def test_random_graphs_with_frozensets_on_cycles_round_trip(spec):
@@ -200,7 +202,7 @@ def test_random_graphs_with_frozensets_on_cycles_round_trip(spec):
     check_roundtrip(graph)
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=FUZZ or 60, **SETTINGS)
 @given(graph_specs(max_nodes=6))
 def test_entry_node_alone_round_trips(spec):
     # The root need not be a container of everything: only what the entry reaches is saved.
@@ -362,7 +364,7 @@ def garbage_left_by(operation):
             gc.enable()
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=FUZZ or 60, **SETTINGS)
 @given(graph_specs(max_nodes=14))
 def test_nothing_of_a_save_or_a_load_outlives_the_call(spec):
     graph = build(spec)
@@ -398,7 +400,7 @@ def test_set_order_never_depends_on_the_order_members_are_digested_in():
         assert autosave.dumps(autosave.loads(data)) == data
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=FUZZ or 100, **SETTINGS)
 @given(graph_specs(max_nodes=14))
 def test_copy_is_what_a_save_and_a_load_give(spec):
     # copy() hands the walk's records straight to the loader: the result must be the
