@@ -30,7 +30,8 @@ from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET
 from .generated import GENERATED
 from .registry import REGISTRY
-from .walk import PRIMITIVES, STOP, Walker, finished, placed, placed_cause
+from .paths import placed, placed_cause
+from .walk import PRIMITIVES, STOP, Walker, finished
 
 FRAMES_PER_LEVEL = 4      # at most: visit, asset_or, a handler, its list comprehension (3.11)
 RESERVED_FRAMES = 60      # for what handlers call (__getstate__, __reduce__, adapters)

@@ -106,6 +106,8 @@ def _reject_map(pairs):
 
 
 ABSENT = msgpack.ExtType(0, b"")   # an unset slot
+# The exact types a value position holds as themselves; anything else is a record.
+INLINE_TYPES = frozenset((type(None), bool, int, float, str, bytes))
 WIDE_INT = 1                       # extension code of an int beyond 64 bits
 STATE_FIELDS = ("__getstate__",)   # the type-table fields of a class saved by __getstate__
 

@@ -40,7 +40,7 @@ from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import FUNCTION, REDUCE
 from .adapters.exceptions import EXCEPTION
 from .adapters.weak import WeakAdapter
-from .format import ABSENT
+from .format import ABSENT, INLINE_TYPES
 from .registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
 from .schema import schema_of
 
@@ -61,7 +61,7 @@ def inline_token(v):
     return "c" + repr(v)      # None, True, False
 
 
-INLINE = frozenset((type(None), bool, int, float, str, bytes))
+INLINE = INLINE_TYPES
 
 
 def sort_inline(members):
