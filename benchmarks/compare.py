@@ -6,7 +6,8 @@
 For each graph in graphs.py: build it, check that autosave (reflective and generated
 code, which must write the same bytes) and pickle all give back the same graph (so
 nothing broken is ever timed), then time save (dumps) and load (loads) in memory: one warm-up round, then the median of --runs runs, each with the
-garbage collector off (collected between runs, untimed). autosave and pickle runs
+garbage collector off (collected between runs, untimed: a save or load of autosave leaves
+no reference cycles, so nothing of its cost is left to that collection). autosave and pickle runs
 alternate, so background load on a busy machine skews both sides alike. Everything
 runs on a big-stack thread because pickle recurses once per level of nesting.
 Ratios are autosave / pickle: above 1 means autosave is slower or bigger.
