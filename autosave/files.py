@@ -54,13 +54,18 @@ def dumps(root: object) -> bytes:
     The graph is walked once: by the engine generated code plugs into when the game has
     generated code, else reflectively (both write the same bytes)."""
     with collector_paused():
-        walker = DirectWalker() if GENERATED.activate() else Walker()
-        types, records, root_value = walker.run(root)
+        types, records, root_value = _walker().run(root)
         try:
             return encode(types, records, root_value)
         except Exception as e:       # records hold only encodable values: a defect
             raise SaveError(f"the records could not be encoded: {type(e).__name__}: {e}",
                             "root") from e
+
+
+def _walker() -> Walker:
+    """The save engine, chosen once per save: the one generated code plugs into when the
+    game has generated code, else reflection (both write the same records)."""
+    return DirectWalker() if GENERATED.activate() else Walker()
 
 
 def loads(data: bytes | bytearray | memoryview) -> Any:
@@ -305,7 +310,7 @@ def copy(root: _T) -> _T:
     load: what games use for undo, rollback and look-ahead. Shares assets, aliases and
     cycles exactly as a save would."""
     with collector_paused():
-        walker = DirectWalker() if GENERATED.activate() else Walker()
+        walker = _walker()
         types, records, root_value = walker.run(root)
         # The records go to the loader as decode() would give them, without the bytes
         # in between: cycle marks moved out of the type indices, unset slots counted.

@@ -216,14 +216,19 @@ def to_jsonable(data):
     }
 
 
-def _type_entry(index, entry):
-    """A type-table entry as a dict, or a FormatError naming it."""
+def type_entry(index, entry):
+    """(name, version, fields) of a type-table entry, or a FormatError naming it."""
     if (type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str
             or type(entry[1]) is not int or type(entry[2]) is not list
             or not all(type(f) is str for f in entry[2])):
         raise FormatError(f"type entry {index} is malformed: it must be [name, version, "
                           f"[field names]]")
-    name, version, fields = entry
+    return entry
+
+
+def _type_entry(index, entry):
+    """A type-table entry as a dict, for `autosave dump`."""
+    name, version, fields = type_entry(index, entry)
     return {"name": name, "version": version, "fields": fields}
 
 

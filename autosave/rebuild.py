@@ -18,7 +18,7 @@ from operator import is_
 from .adapters import ADAPTERS_BY_NAME
 from .adapters.callables import apply_default_state
 from .errors import FormatError, IncompatibleSaveError, LoadError
-from .format import ABSENT, STATE_FIELDS
+from .format import ABSENT, STATE_FIELDS, type_entry
 from .generated import GENERATED
 from .limits import check_records
 from .adapters.containers import flood_checked
@@ -275,12 +275,7 @@ class InstancePlan:
 # -- type entries -> plans ---------------------------------------------------------------
 
 def plan_for(index, entry):
-    if (type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str
-            or type(entry[1]) is not int or type(entry[2]) is not list
-            or not all(type(f) is str for f in entry[2])):
-        raise FormatError(f"type entry {index} is malformed: it must be [name, version, "
-                          f"[field names]]")
-    name, version, fields = entry
+    name, version, fields = type_entry(index, entry)
     adapter = ADAPTERS_BY_NAME.get(name)
     if adapter is not None:
         if fields:
