@@ -31,18 +31,17 @@ that was not digested before.
 """
 
 import struct
-import types
 from collections import deque
 
 from xxhash import xxh3_128_hexdigest
 
-from .adapters import ADAPTERS_BY_TYPE
+from . import dispatch
 from .adapters.callables import FUNCTION, REDUCE
 from .adapters.exceptions import EXCEPTION
 from .adapters.weak import WeakAdapter
 from .format import ABSENT, INLINE_TYPES
-from .registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
-from .schema import schema_of
+from .paths import reduce_value
+from .registry import REGISTRY, stable_name
 
 _pack_double = struct.Struct(">d").pack
 
@@ -355,37 +354,39 @@ def parts_of(obj, keep):
 
 
 def _other_parts(cls, obj, keep):
-    adapter = ADAPTERS_BY_TYPE.get(cls)
-    if adapter is not None:
-        if isinstance(adapter, WeakAdapter):     # entries depend on the whole walk
-            return adapter.name, (), None
-        made = adapter.parts(obj)
+    kind, detail = dispatch.kind_of(cls)
+    if kind == dispatch.ADAPTER:
+        if isinstance(detail, WeakAdapter):      # entries depend on the whole walk
+            return detail.name, (), None
+        made = detail.parts(obj)
         keep.append(made)
-        return adapter.name, made, None
-    if isinstance(obj, type) or cls is types.BuiltinFunctionType:
+        return detail.name, made, None
+    if kind == dispatch.GLOBAL or kind == dispatch.BUILTIN_FUNCTION:
         return "G" + stable_name(obj), (), None
-    if cls is types.FunctionType:
+    if kind == dispatch.FUNCTION:
         made = FUNCTION.parts(obj)
         keep.append(made)
         return "f" + stable_name(obj), made, None
-    if isinstance(obj, BaseException):
+    if kind == dispatch.EXCEPTION:
         made = EXCEPTION.parts(obj)
         keep.append(made)
         return "E" + type_name(cls), made, None
-    schema = schema_of(cls)
-    if schema.strategy == "reduce" or schema.name in SAFE_STDLIB_NAMES:
-        rv = obj.__reduce_ex__(4)
+    if kind == "reduce":
+        rv = reduce_value(obj)
         if isinstance(rv, str):
             return "G" + rv, (), None
         made = REDUCE.parts_of(obj, rv)
         keep.append(made)
-        return "R" + schema.name, made, None
-    if schema.strategy == "enum":
-        return f"e{schema.name}.{obj._name_}", (obj._value_,), None
-    if schema.strategy == "state":
+        return "R" + detail.name, made, None
+    if kind == "enum":
+        return f"e{detail.name}.{obj._name_}", (obj._value_,), None
+    if kind == "state":
         state = obj.__getstate__()
         keep.append(state)
-        return "g" + schema.name, (state,), None
+        return "g" + detail.name, (state,), None
+    if kind not in ("slots", "dict", "fields", "extends"):   # refused by the walk
+        return "?" + type_name(cls), (), None
+    schema = detail
     values = []
     for name in schema.saved_slots:
         try:

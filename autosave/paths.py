@@ -97,15 +97,14 @@ def labelled_children(obj, made=None):
         return
     elif type(obj).__module__ == "builtins":
         return
-    elif schema_of(type(obj)).strategy in ("state", "reduce"):
+    elif (layout := schema_of(type(obj)).layout) in ("state", "reduce"):
         if made is None:
-            given = (obj.__getstate__() if schema_of(type(obj)).strategy == "state"
-                     else reduce_value(obj))
+            given = obj.__getstate__() if layout == "state" else reduce_value(obj)
         elif id(obj) in made:
             given = made[id(obj)]
         else:
             return
-        if schema_of(type(obj)).strategy == "reduce":
+        if layout == "reduce":
             yield from reduce_children(given)
         elif isinstance(given, dict):
             yield from ((f".{k}", v) for k, v in given.items())

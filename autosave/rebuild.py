@@ -166,10 +166,12 @@ class InstancePlan:
                         f"@autosave.upgrade hook")
         self.new = (base or object).__new__
         self.create = self.create_from_record = None
-        simple = not self.upgrades and not self.defaults and base is None
-        if simple and not schema.slots and schema.has_dict and len(self.setters) == self.nfields:
+        # The class's layout (the schema's one decision) picks the fill; a record that
+        # needs upgrades, defaults or skips a field takes the general one.
+        simple = not self.upgrades and not self.defaults
+        if simple and schema.layout == "dict" and len(self.setters) == self.nfields:
             self.fill, self.create = self.fill_dict, self.create_filled
-        elif simple and not schema.has_dict and all(is_slot for _, _, is_slot in self.setters):
+        elif simple and schema.layout == "slots" and all(is_slot for _, _, is_slot in self.setters):
             self.slot_setters = [(pos, getattr(cls, name).__set__) for pos, name, _ in self.setters]
             self.fill, self.create = self.fill_slots, self.create_filled
 

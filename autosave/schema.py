@@ -1,7 +1,24 @@
 """Introspection: a class -> its ClassSchema (how it is saved, its fields, fingerprint).
 
-The walker and the rebuilder interpret schemas; a code generator can emit straight-line
-code from the same data. Strategies, chosen in this order:
+The schema is the one place that decides how a class's instances are laid out in a
+save: ``ClassSchema.layout``, computed once per class, which the saver, the loader,
+autosave-codegen and the manifest all read (``autosave.dispatch`` puts the builtin
+adapters, functions and classes in front of it, in one fixed lookup order). Layouts:
+
+* ``enum``      saved by member name
+* ``reduce``    saved through ``__reduce__`` (the ``reduce`` strategy below, and the
+                standard-library classes autosave trusts by name)
+* ``state``     saved through ``__getstate__``/``__setstate__``
+* ``slots``     every saved field a slot; plain attribute access, no builtin base
+* ``dict``      every field in ``__dict__``; no slots, no transient fields, plain
+                attribute access, no builtin base
+* ``fields``    any other mix of slots and ``__dict__`` (transient fields, a custom
+                ``__getattribute__``/``__getattr__``)
+* ``extends``   fields, then the value of the builtin class it extends (list, dict...)
+* ``c-object``  refused: the instance wraps a C object autosave cannot see into
+
+Generated code exists for ``slots`` and ``dict``; the other layouts are what
+reflection does for them anyway. Strategies, chosen in this order:
 
 * ``enum``     an Enum member, saved by member name
 * ``reduce``   the class defines ``__reduce_ex__``/``__reduce__`` itself, or a C class
@@ -17,6 +34,7 @@ code from the same data. Strategies, chosen in this order:
 
 import collections
 import copyreg
+import sys
 import dataclasses
 import enum
 from types import MappingProxyType
@@ -24,7 +42,7 @@ from types import MappingProxyType
 import attrs
 import xxhash
 
-from .registry import class_version, stable_name
+from .registry import SAFE_STDLIB_NAMES, class_version, stable_name
 
 transient = MappingProxyType({"autosave.transient": True})
 """Field marker: ``attrs.field(metadata=autosave.transient)`` or
@@ -35,6 +53,9 @@ NO_DEFAULT = object()
 
 # Builtin bases an instance may extend; the base value is saved after the fields.
 BUILTIN_BASES = (list, dict, set, frozenset, tuple, str, int, float, bytes, collections.deque)
+
+LAYOUTS = ("enum", "reduce", "state", "slots", "dict", "fields", "extends", "c-object")
+GENERATED_LAYOUTS = ("slots", "dict")     # what autosave-codegen writes code for
 
 _HEAPTYPE = 1 << 9
 _IMMUTABLETYPE = 1 << 8
@@ -63,6 +84,7 @@ class ClassSchema:
     name: str
     version: int
     strategy: str                 # "enum" | "reduce" | "state" | "instance"
+    layout: str                   # one of LAYOUTS: how a save lays instances out
     base: type | None             # builtin base of an "instance", if any
     slots: tuple                  # slot names, base classes first
     saved_slots: tuple            # slots minus transient ones
@@ -71,6 +93,36 @@ class ClassSchema:
     declared: tuple               # declared field names (attrs/dataclass), else ()
     defaults: MappingProxyType    # declared field name -> FieldDefault
     fingerprint: str
+
+    @property
+    def why_not_generated(self):
+        """Why autosave-codegen writes no code for this class (None: it does)."""
+        if self.layout in GENERATED_LAYOUTS:
+            return None if self.saved_slots or self.layout == "dict" else \
+                "no saved fields: saved by reflection"
+        return {"enum": "an enum: saved by member name",
+                "reduce": "defines __reduce__: saved through it",
+                "state": "defines __getstate__ or __setstate__: saved through them",
+                "extends": f"extends {getattr(self.base, '__name__', '?')}: saved by reflection",
+                "c-object": "wraps a C object: refused",
+                "fields": ("customises attribute access: saved by reflection"
+                           if not plain_access(self.cls) else
+                           "mixes slots with __dict__ or has transient fields: saved by "
+                           "reflection")}[self.layout]
+
+    def refusal(self):
+        """The error message for a ``c-object`` class."""
+        cls, solid = self.cls, solid_base(self.cls)
+        mod = cls.__module__.partition(".")[0]
+        hint = ("" if mod not in sys.stdlib_module_names and mod != "builtins" else
+                " (a standard-library type autosave has no adapter for)")
+        # advice that works when followed: a C class itself cannot be given
+        # __getstate__; a Python subclass of one can
+        fix = ("register an adapter for it with autosave.register(...)" if cls is solid
+               else "give the class __getstate__/__setstate__")
+        return (f"{cls.__module__}.{cls.__qualname__} wraps a C object "
+                f"({solid.__module__}.{solid.__qualname__}) that cannot be saved{hint}; "
+                f"mark the field autosave.transient, or {fix}")
 
     def shape_of(self, obj):
         """The field names this instance saves, in record order."""
@@ -119,6 +171,31 @@ def builtin_base(cls):
     return solid if solid in BUILTIN_BASES else None
 
 
+def plain_access(cls):
+    """Whether reading an attribute of an instance runs no code of the class's own."""
+    return (cls.__getattribute__ is object.__getattribute__
+            and not hasattr(cls, "__getattr__"))
+
+
+def _layout(cls, name, strategy, slots, saved_slots, has_dict, transient_names):
+    if strategy in ("enum", "reduce", "state"):
+        return strategy
+    if name in SAFE_STDLIB_NAMES:
+        return "reduce"
+    solid = solid_base(cls)
+    if solid is not object and solid not in BUILTIN_BASES:
+        return "c-object"
+    if solid is not object:
+        return "extends"
+    if not plain_access(cls):
+        return "fields"
+    if not has_dict:
+        return "slots"
+    if not saved_slots and not transient_names:
+        return "dict"
+    return "fields"
+
+
 def _build(cls):
     name = stable_name(cls)
     version = class_version(cls)
@@ -147,14 +224,16 @@ def _build(cls):
     declared, defaults, transient_names = _declared_fields(cls)
     transient_names |= set(getattr(cls, "__autosave_transient__", ()))
 
+    saved_slots = tuple(s for s in slots if s not in transient_names)
     fp = xxhash.xxh64()
     fp.update(f"{name}|{version}|{strategy}|{getattr(builtin_base(cls), '__name__', '')}|".encode())
     fp.update(",".join(slots).encode() + b"|" + ",".join(declared).encode())
     fp.update(b"|" + ",".join(sorted(transient_names)).encode())
     return ClassSchema(
         cls=cls, name=name, version=version, strategy=strategy,
+        layout=_layout(cls, name, strategy, slots, saved_slots, has_dict, transient_names),
         base=builtin_base(cls), slots=tuple(slots), has_dict=has_dict,
-        saved_slots=tuple(s for s in slots if s not in transient_names),
+        saved_slots=saved_slots,
         transient=frozenset(transient_names), declared=tuple(declared),
         defaults=MappingProxyType(defaults), fingerprint=fp.hexdigest(),
     )

@@ -13,7 +13,6 @@ fails, so the common path pays nothing for it.
 """
 
 import functools
-import itertools
 import operator
 import sys
 import types
@@ -25,13 +24,13 @@ from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
 from .adapters.containers import flat_items
 from .adapters.exceptions import EXCEPTION
 from .adapters.weak import WeakAdapter
-from .advice import Unsaveable
 from .errors import SaveError
 from .format import ABSENT, INLINE_TYPES, STATE_FIELDS
 from .order import SetOrder
 from .paths import reduce_value, find_path, labelled_children, placed, placed_cause
-from .registry import REGISTRY, SAFE_STDLIB_NAMES
-from .schema import BUILTIN_BASES, schema_of, solid_base
+from . import dispatch
+from .registry import REGISTRY
+from .schema import schema_of
 
 
 PRIMITIVES = INLINE_TYPES    # written as themselves
@@ -40,26 +39,6 @@ _FINISH = object()   # stack marker: below it the cell, record and build-time le
                      # record whose children are now emitted
 
 STOP = object()      # stack marker: drain() returns when it pops it (its cell says so)
-
-# Subclasses of the handle types (files, sockets...) are looked up too: advice.py
-_UNSAVEABLE = Unsaveable({
-    types.GeneratorType: "a plain generator; decorate its function with @autosave.coroutine "
-                         "to make it saveable, or mark the field autosave.transient",
-    types.CoroutineType: "an async coroutine; autosave saves @autosave.coroutine generators, "
-                         "not async functions; mark the field autosave.transient",
-    types.AsyncGeneratorType: "an async generator; mark the field autosave.transient",
-    types.FrameType: "a frame object; mark the field autosave.transient",
-    types.TracebackType: "a traceback; mark the field autosave.transient",
-    types.ModuleType: "a module; keep module references out of saved state or mark the "
-                      "field autosave.transient",
-    types.CodeType: "a code object; save the function instead",
-    # CPython offers no way to set its state: rebuilding one would advance its source
-    itertools.pairwise: "an itertools.pairwise, whose state cannot be restored without "
-                        "advancing its source; save zip(a, b) over a, b = "
-                        "itertools.tee(source) with next(b, None) instead (docs/types.md), "
-                        "or mark the field autosave.transient",
-})
-
 
 class Walker:
     def __init__(self):
@@ -239,41 +218,93 @@ class Walker:
         return save_asset_or_object
 
     def plain_handler_for(self, cls):
-        adapter = ADAPTERS_BY_TYPE.get(cls)
-        if adapter is not None:
-            return self.adapter_handler(cls, adapter)
-        if cls is types.FunctionType:
-            return self.save_function
-        if issubclass(cls, type):
-            return self.save_global
-        if cls is types.BuiltinFunctionType:
-            return self.save_builtin_function
-        reason = _UNSAVEABLE.get(cls)
-        if reason is not None:
-            return functools.partial(self.refuse, reason)
-        if issubclass(cls, BaseException):
-            return self.adapter_handler(cls, EXCEPTION)
-        schema = schema_of(cls)
-        if schema.strategy == "reduce" or schema.name in SAFE_STDLIB_NAMES:
-            return self.save_reduce
-        if schema.strategy in ("enum", "state"):
-            REGISTRY.check_savable_name(cls, "class")
-            return self.save_enum if schema.strategy == "enum" else self.save_state
-        solid = solid_base(cls)
-        if solid is not object and solid not in BUILTIN_BASES:
-            mod = cls.__module__.partition(".")[0]
-            hint = ("" if mod not in sys.stdlib_module_names and mod != "builtins" else
-                    " (a standard-library type autosave has no adapter for)")
-            # advice that works when followed: a C class itself cannot be given
-            # __getstate__; a Python subclass of one can
-            fix = ("register an adapter for it with autosave.register(...)" if cls is solid
-                   else "give the class __getstate__/__setstate__")
-            raise SaveError(
-                f"{cls.__module__}.{cls.__qualname__} wraps a C object "
-                f"({solid.__module__}.{solid.__qualname__}) that cannot be saved{hint}; "
-                f"mark the field autosave.transient, or {fix}")
+        kind, detail = dispatch.kind_of(cls)
+        return self.MAKERS[kind](self, cls, detail)
+
+    # One maker per kind of class (autosave.dispatch), each followed by its table entry.
+    MAKERS = {}
+
+    def function_handler(self, cls, _):
+        return self.save_function
+    MAKERS[dispatch.FUNCTION] = function_handler
+
+    def global_handler(self, cls, _):
+        return self.save_global
+    MAKERS[dispatch.GLOBAL] = global_handler
+
+    def builtin_function_handler(self, cls, _):
+        return self.save_builtin_function
+    MAKERS[dispatch.BUILTIN_FUNCTION] = builtin_function_handler
+
+    def refusing_handler(self, cls, reason):
+        return functools.partial(self.refuse, reason)
+    MAKERS[dispatch.UNSAVEABLE] = refusing_handler
+
+    def exception_handler(self, cls, _):
+        return self.adapter_handler(cls, EXCEPTION)
+    MAKERS[dispatch.EXCEPTION] = exception_handler
+
+    def reduce_handler(self, cls, schema):
+        return self.save_reduce
+    MAKERS["reduce"] = reduce_handler
+
+    def enum_handler(self, cls, schema):
         REGISTRY.check_savable_name(cls, "class")
-        return self.instance_handler(cls, schema)
+        return self.save_enum
+    MAKERS["enum"] = enum_handler
+
+    def state_handler(self, cls, schema):
+        REGISTRY.check_savable_name(cls, "class")
+        return self.save_state
+    MAKERS["state"] = state_handler
+
+    def c_object_handler(self, cls, schema):
+        raise SaveError(schema.refusal())
+    MAKERS["c-object"] = c_object_handler
+
+    def slots_handler(self, cls, schema):
+        REGISTRY.check_savable_name(cls, "class")
+        slots = schema.saved_slots
+        t = self.index_of((cls, slots), schema.name, schema.version, slots)
+        if not slots:
+            return lambda obj: [t]
+        get = operator.attrgetter(*slots)
+        refs, save_instance = self.refs, self.save_instance
+
+        if len(slots) == 1:
+            def save_slotted(obj):
+                try:
+                    return refs(t, (get(obj),))
+                except AttributeError:   # an unset slot
+                    return save_instance(obj)
+        else:
+            def save_slotted(obj):
+                try:
+                    values = get(obj)
+                except AttributeError:   # an unset slot
+                    return save_instance(obj)
+                return refs(t, values)
+        return save_slotted
+    MAKERS["slots"] = slots_handler
+
+    def dict_handler(self, cls, schema):
+        REGISTRY.check_savable_name(cls, "class")
+        shapes, refs = {}, self.refs
+
+        def save_dict(obj):
+            d = obj.__dict__
+            shape = tuple(d)
+            t = shapes.get(shape)
+            if t is None:
+                t = shapes[shape] = self.index_of((cls, shape), schema.name, schema.version, shape)
+            return refs(t, d.values())
+        return save_dict
+    MAKERS["dict"] = dict_handler
+
+    def fields_handler(self, cls, schema):
+        REGISTRY.check_savable_name(cls, "class")
+        return self.save_instance
+    MAKERS["fields"] = MAKERS["extends"] = fields_handler
 
     def adapter_handler(self, cls, adapter):
         """Builtin containers get handlers without a per-object dispatch or copy."""
@@ -299,44 +330,7 @@ class Walker:
             return refs(t, made)
         return save_parts
 
-    def instance_handler(self, cls, schema):
-        """A handler specialised to the class's layout; save_instance covers the rest."""
-        plain_access = (cls.__getattribute__ is object.__getattribute__
-                        and not hasattr(cls, "__getattr__"))
-        if schema.base is None and not schema.has_dict and plain_access:
-            slots = schema.saved_slots
-            t = self.index_of((cls, slots), schema.name, schema.version, slots)
-            if not slots:
-                return lambda obj: [t]
-            get = operator.attrgetter(*slots)
-            refs, save_instance = self.refs, self.save_instance
-
-            if len(slots) == 1:
-                def save_slotted(obj):
-                    try:
-                        return refs(t, (get(obj),))
-                    except AttributeError:   # an unset slot
-                        return save_instance(obj)
-            else:
-                def save_slotted(obj):
-                    try:
-                        values = get(obj)
-                    except AttributeError:   # an unset slot
-                        return save_instance(obj)
-                    return refs(t, values)
-            return save_slotted
-        if schema.base is None and schema.has_dict and not schema.saved_slots and not schema.transient:
-            shapes, refs = {}, self.refs
-
-            def save_dict(obj):
-                d = obj.__dict__
-                shape = tuple(d)
-                t = shapes.get(shape)
-                if t is None:
-                    t = shapes[shape] = self.index_of((cls, shape), schema.name, schema.version, shape)
-                return refs(t, d.values())
-            return save_dict
-        return self.save_instance
+    MAKERS[dispatch.ADAPTER] = adapter_handler
 
     def refuse(self, reason, obj):
         if isinstance(obj, types.GeneratorType):

@@ -38,27 +38,11 @@ from autosave.generated import register as _register
 SCALARS = {int: "int", float: "float", str: "str", bool: "bool", bytes: "bytes"}
 
 
-def plain_access(cls):
-    return (cls.__getattribute__ is object.__getattribute__
-            and not hasattr(cls, "__getattr__"))
-
-
 def kind_of(cls):
-    """'slots', 'dict', or why the class is saved by reflection."""
+    """The layout code is generated for ('slots', 'dict'), or why the class is saved by
+    reflection: the schema's one decision (``ClassSchema.layout``)."""
     schema = schema_of(cls)
-    if schema.strategy != "instance":
-        return {"enum": "an enum: saved by member name",
-                "reduce": "defines __reduce__: saved through it",
-                "state": "defines __getstate__/__setstate__: saved through them"}[schema.strategy]
-    if schema.base is not None:
-        return f"extends {schema.base.__name__}: saved by reflection"
-    if not plain_access(cls):
-        return "customises attribute access: saved by reflection"
-    if not schema.has_dict:
-        return "slots" if schema.saved_slots else "no saved fields: saved by reflection"
-    if not schema.saved_slots and not schema.transient:
-        return "dict"
-    return "mixes slots with __dict__ or has transient fields: saved by reflection"
+    return schema.why_not_generated or schema.layout
 
 
 def attr(obj, name):

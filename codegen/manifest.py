@@ -16,6 +16,9 @@ Format history (``"autosave_manifest"``):
   ``declared``/``line``, and per coroutine ``file``/``line``/``params`` and per label
   ``source_line`` and ``live``. Everything version 1 had keeps its meaning, so readers
   of version 1 (label matching in ``autosave.generated``) read version 2 unchanged.
+* 3: adds per class ``layout``, the schema's one decision of how instances are laid out
+  in a save (``autosave.schema``: slots, dict, fields, extends, state, reduce, enum,
+  c-object); ``generated`` is the layout when code is generated for it.
 
 Paths are relative to the directory the package is imported from, so the file is the
 same on every machine (``autosave-codegen --check`` compares it byte for byte).
@@ -32,10 +35,9 @@ from autosave.registry import REGISTRY
 from autosave.schema import schema_of
 
 from .collect import field_hints
-from .emit import kind_of
 
-FORMAT = 2
-FORMATS = (1, 2)          # the versions readers of this module understand
+FORMAT = 3
+FORMATS = (1, 2, 3)          # the versions readers of this module understand
 
 
 def type_text(annotation):
@@ -143,14 +145,14 @@ def class_entry(cls):
             "line": lines.get(name),
         })
     aliases = sorted(k for k, v in REGISTRY.by_name.items() if v is cls and k != schema.name)
-    kind = kind_of(cls)
     _, line = source_lines(cls)
     entry = {
         "class": f"{cls.__module__}.{cls.__qualname__}",
         "version": schema.version,
         "strategy": schema.strategy,
         "base": schema.base.__name__ if schema.base is not None else None,
-        "generated": kind if kind in ("slots", "dict") else None,
+        "layout": schema.layout,
+        "generated": schema.layout if schema.why_not_generated is None else None,
         "aliases": aliases,
         "root": bool(cls.__dict__.get("__autosave_root__", False)),
         "fields": fields,

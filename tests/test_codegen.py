@@ -78,7 +78,7 @@ def test_manifest_describes_fields_types_defaults_and_fingerprints():
     files = codegen.outputs(["game"], None)
     manifest = json.loads(next(t for p, t in files.items() if p.suffix == ".json"))
     assert "coroutines" not in manifest      # the demo has none
-    assert manifest["autosave_manifest"] == 2
+    assert manifest["autosave_manifest"] == 3
     npc = manifest["classes"]["game.model.NPC"]
     fields = {f["name"]: f for f in npc["fields"]}
     assert fields["bag"]["type"] == "list[game.model.ItemTemplate]"
@@ -91,6 +91,13 @@ def test_manifest_describes_fields_types_defaults_and_fingerprints():
     assert level["root"] is True
     assert {f["name"]: f["transient"] for f in level["fields"]}["last_step_seconds"] is True
     assert manifest["classes"]["game.model.Mode"]["generated"] is None
+    # One decision per class: the manifest says what the schema decided, and code is
+    # generated exactly for the layouts that get it.
+    for name, entry in manifest["classes"].items():
+        schema = autosave.schema.schema_of(autosave.registry.REGISTRY.resolve(name, "class"))
+        assert entry["layout"] == schema.layout, name
+        assert entry["generated"] == (schema.layout if schema.why_not_generated is None
+                                      else None), name
 
 
 @pytest.mark.parametrize("make", [lambda: game.build_level(seed=3, n_npcs=40),

@@ -11,7 +11,7 @@ import attrs
 
 from ..errors import BaselineError
 
-FORMATS = (1, 2)      # manifest formats this reader understands (codegen/manifest.py)
+FORMATS = (1, 2, 3)    # manifest formats this reader understands (codegen/manifest.py)
 
 
 @attrs.frozen
