@@ -11,12 +11,11 @@ from typing import IO, Any, Protocol, TypeVar
 
 import xxhash
 
-from .direct import DirectWalker
+from .saver import Saver
 from .errors import SaveError
 from .format import decode, encode
 from .generated import GENERATED
 from .rebuild import load_records
-from .walk import Walker
 
 
 _T = TypeVar("_T")
@@ -62,10 +61,10 @@ def dumps(root: object) -> bytes:
                             "root") from e
 
 
-def _walker() -> Walker:
-    """The save engine, chosen once per save: the one generated code plugs into when the
-    game has generated code, else reflection (both write the same records)."""
-    return DirectWalker() if GENERATED.activate() else Walker()
+def _walker() -> Saver:
+    """The save engine, configured once per save: with the game's generated handlers
+    when it has them (they write the records reflection would)."""
+    return Saver(generated=GENERATED.activate())
 
 
 def loads(data: bytes | bytearray | memoryview) -> Any:

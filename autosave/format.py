@@ -242,3 +242,62 @@ def sizes_by_class(data):
         count, size = out.get(name, (0, 0))
         out[name] = (count + 1, size + len(pack(rec)))
     return out
+
+
+# -- references and cycle marks: the one place they are encoded -----------------------
+#
+# A save engine builds a record from values and *cells*: a cell is the one-element list
+# an engine keeps per object, holding the object's record index once its record is
+# written (an int), or False while the object is in progress (an ancestor: a reference
+# to it closes a cycle). Only these functions turn cells into references.
+
+def emitter(records):
+    """(emit, emit_record), appending records to ``records``:
+
+    * ``emit(cell, t, parts)`` appends the record of type ``t`` whose parts are inline
+      values and cells;
+    * ``emit_record(cell, rec)`` appends ``rec`` = ``[t, parts...]`` likewise.
+
+    Each puts the record's index into the object's ``cell``. A cell holding an index
+    becomes a back-reference; a cell still in progress (an ancestor) stays in the
+    record, to receive the ancestor's absolute index when its own record is emitted,
+    and marks the record as closing a cycle."""
+    append = records.append
+
+    def emit(cell, t, parts):
+        here = len(records)
+        cycle = None
+        rec = [c if c.__class__ is not list else
+               [c[0] - here] if c[0] is not False else (cycle := c) for c in parts]
+        rec.insert(0, t if cycle is None else ~t)
+        cell[0] = here
+        append(rec)
+
+    def emit_record(cell, rec):
+        here = len(records)
+        cycle = None
+        rec = [c if c.__class__ is not list else
+               [c[0] - here] if c[0] is not False else (cycle := c) for c in rec]
+        if cycle is not None:
+            rec[0] = ~rec[0]
+        cell[0] = here
+        append(rec)
+
+    return emit, emit_record
+
+
+def reference(there, here):
+    """The reference from record ``here`` (or the root, ``here`` = the record count) to
+    record ``there``: a back-reference to an earlier one, an absolute index for a later one."""
+    return [there - here] if there < here else [there]
+
+
+def marked(t):
+    """The type index of a record that refers to a later record (a cycle)."""
+    return ~t if t >= 0 else t
+
+
+def target(r, here):
+    """The absolute record index of reference ``[r]`` held by record ``here`` (the root
+    counts from the record count); callers check that it is in range."""
+    return r + here if r < 0 else r

@@ -21,11 +21,35 @@ import sys
 import warnings
 
 from .errors import StaleGeneratedCodeError
+from .format import INLINE_TYPES
 from .registry import REGISTRY
 from .schema import schema_of
 
 MODULE = "_autosave_generated"
-SAVE_ENGINE = 2     # handlers take (obj, cell, depth); generated modules say which they use
+# The interface generated code is written against (docs/codegen.md, "The save context"):
+# save factories take a saver.SaveContext offering SAVE_OPERATIONS and return handlers
+# (obj, cell, depth); load factories take (saved field names, plain, built objects).
+# Every generated module states the ABI and the operations it uses, first thing.
+SAVE_ABI = 3
+SAVE_OPERATIONS = ("type_index", "lookup", "visit", "emit", "fallback")
+INLINE = INLINE_TYPES     # what a record holds as itself: generated code tests against it
+
+
+class GeneratedCodeMismatch(Exception):
+    """A generated module was written for another interface than this autosave's."""
+
+
+def require_abi(abi, module, uses=()):
+    """Called by a generated module before it defines anything: refuse it (an import
+    error the importer turns into a warning and reflection, or under AUTOSAVE_STRICT=1
+    into StaleGeneratedCodeError) when it was written for another interface."""
+    missing = sorted(set(uses) - set(SAVE_OPERATIONS))
+    if abi != SAVE_ABI or missing:
+        what = (f"for interface version {abi}, this autosave offers {SAVE_ABI}"
+                if abi != SAVE_ABI else f"using operations this autosave does not offer "
+                f"({', '.join(missing)})")
+        raise GeneratedCodeMismatch(f"{module} was written by another autosave-codegen, "
+                                    f"{what}")
 COROUTINES = "_autosave_coroutines"     # state machines: imports nothing of the game
 MANIFEST = "autosave_manifest.json"
 
@@ -53,22 +77,8 @@ class GeneratedCode:
 
     # -- called by generated modules -------------------------------------------------------
 
-    def register(self, cls, fingerprint, save=None, load=None, module=None, engine=1):
+    def register(self, cls, fingerprint, save=None, load=None, module=None):
         current = schema_of(cls).fingerprint
-        if save is not None and engine != SAVE_ENGINE:
-            # Written for another calling convention of DirectWalker's handlers: using
-            # it would fail at every save, so it is not used (its load code still is).
-            message = (f"generated save code for {cls.__module__}.{cls.__qualname__}"
-                       f"{f' in {module}' if module else ''} was written by another "
-                       f"version of autosave-codegen; re-run autosave-codegen "
-                       f"{cls.__module__.partition('.')[0]}")
-            if strict():
-                raise StaleGeneratedCodeError(message)
-            if cls not in self.stale:
-                self.stale.add(cls)
-                warnings.warn(message + "; saving it by reflection meanwhile",
-                              StaleGeneratedCodeWarning, stacklevel=2)
-            save = None
         if current != fingerprint:
             where = f" in {module}" if module else ""
             message = (f"generated save code for {cls.__module__}.{cls.__qualname__}{where} "

@@ -309,7 +309,13 @@ class Loader:
             for plan in self.plans:
                 if isinstance(plan, InstancePlan) and plan.create is not None:
                     factory = GENERATED.load_factory(plan.cls)
-                    made = factory(plan, self.objs) if factory is not None else None
+                    # The load side of the generated-code interface (SAVE_ABI): the
+                    # saved field names, whether each maps straight onto the class as
+                    # it is (no upgrades, defaults or dropped fields), the built objects.
+                    plain = (not plan.upgrades and not plan.defaults
+                             and len(plan.setters) == plan.nfields)
+                    made = (factory(tuple(plan.fields), plain, self.objs)
+                            if factory is not None else None)
                     if made is not None:
                         plan.create, plan.fill, plan.create_from_record = made
         self.early = {}            # index -> mutable allocated before its record

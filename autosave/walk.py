@@ -1,12 +1,13 @@
-"""Save: a root -> plain records (type table, records, root value).
+"""Save, reflectively: the record of each object, made from what its class is.
 
-The walk is an iterative depth-first traversal that emits each object's record in
-post-order, so a record only refers forward along a reference cycle. A mention of an
-object already written becomes a back-offset at once. An object not written yet is
-mentioned by its *cell*, a one-element list shared by all its mentions, which receives
-the object's index when its record is emitted: a record waiting for its children turns
-their cells into back-offsets when it is emitted; cells of ancestors (cycles) keep the
-absolute index they receive later, and the record is marked (docs/format.md).
+``Walker`` holds a save's tables (type table, records, the memo of each object's *cell*)
+and one record maker per kind of class (``autosave.dispatch``'s order, a ``MAKERS``
+entry each). A maker returns ``[type index, parts...]`` whose parts are inline values
+and the cells of the objects mentioned; ``autosave.format`` alone turns cells into
+references when the record is emitted (``emit_record``). The engine that drives the
+walk is ``saver.Saver``; the loop here (``drain``) is its iterative continuation,
+for graphs deeper than recursion can go, and visits what a maker mentions depth-first
+so records come in post-order.
 
 Errors carry the object path from the root; the path is only computed when something
 fails, so the common path pays nothing for it.
@@ -25,7 +26,7 @@ from .adapters.containers import flat_items
 from .adapters.exceptions import EXCEPTION
 from .adapters.weak import WeakAdapter
 from .errors import SaveError
-from .format import ABSENT, INLINE_TYPES, STATE_FIELDS
+from .format import ABSENT, INLINE_TYPES, STATE_FIELDS, emitter, marked, reference
 from .order import SetOrder
 from .paths import reduce_value, find_path, labelled_children, placed, placed_cause
 from . import dispatch
@@ -35,8 +36,8 @@ from .schema import schema_of
 
 PRIMITIVES = INLINE_TYPES    # written as themselves
 
-_FINISH = object()   # stack marker: below it the cell, record and build-time length of a
-                     # record whose children are now emitted
+_FINISH = object()   # stack marker: below it the cell and record of an object whose
+                     # children are now emitted
 
 STOP = object()      # stack marker: drain() returns when it pops it (its cell says so)
 
@@ -63,28 +64,21 @@ class Walker:
         self.root = None
         self.current = None      # the object a failure outside its handler is about
         self.structure = None    # id -> structural index, see structural_index()
-        self.closes_cycle = [False]   # set by mention() while a record refers to a later one
+        self.emit, self.emit_record = emitter(self.records)
         self.order = SetOrder(self.memo, self.structural_index, lambda: self.root)
         self.mention, self.refs = self._make_mention()
 
     def _make_mention(self):
-        memo, stack, prims, records = self.memo, self.stack, self.prims, self.records
-        memo_get, push = memo.get, stack.append
-        closes_cycle = self.closes_cycle
+        memo, push, prims = self.memo, self.stack.append, self.prims
+        memo_get = memo.get
 
         def mention(obj):
-            """The reference for ``obj``: a back-offset if its record is written (from
-            the next record's place; shifted later if ours comes later), else its cell
-            (scheduling its visit); or the inline value."""
+            """What a record holds for ``obj``: the inline value, or its cell (scheduling
+            its visit, depth-first, if it has none yet)."""
             cell = memo_get(id(obj))
             if cell is not None:
-                index = cell[0]
-                if index is None:
-                    push(obj)            # not visited yet: visit it here, depth-first
-                elif index is False:     # an ancestor: its record will come after ours
-                    closes_cycle[0] = True
-                else:
-                    return [index - len(records)]
+                if cell[0] is None:
+                    push(obj)            # mentioned, not visited yet: visit it here
                 return cell
             if obj.__class__ is int or obj is ABSENT:
                 return obj
@@ -135,26 +129,24 @@ class Walker:
         self.root = root
         root_value = self.value(root)
         self.drain()
-        records = self.records
         self.write_weak_entries()
+        return self.types, self.records, self.root_reference(root_value)
+
+    def root_reference(self, root_value):
         if root_value.__class__ is list:
-            root_value = [root_value[0] - len(records)]
-        return self.types, records, root_value
+            return reference(root_value[0], len(self.records))
+        return root_value
 
     def drain(self):
         """Visit what the stack holds, and everything it reaches; stop early at a
         ``STOP`` marker (where a recursive walk handed its deepest objects over)."""
-        stack, memo, records = self.stack, self.memo, self.records
-        handlers, pop, emit = self.handlers, self.stack.pop, records.append
-        closes_cycle = self.closes_cycle
+        stack, memo = self.stack, self.memo
+        handlers, pop, emit_record = self.handlers, self.stack.pop, self.emit_record
         while stack:
             obj = pop()
-            if obj is _FINISH:
-                # Its children are done: the record's offsets are final now.
-                cell, rec, built_at = pop(), pop(), pop()
-                here = len(records)
-                emit(finished(rec, built_at, here))
-                cell[0] = here
+            if obj is _FINISH:           # its children are written: so is it now
+                cell = pop()
+                emit_record(cell, pop())
                 continue
             cell = memo[id(obj)]
             if cell[0] is not None:          # visited through another path meanwhile
@@ -170,16 +162,12 @@ class Walker:
                 rec = handler(obj)
             except Exception as e:
                 raise placed(self, obj, e) from placed_cause(e)
-            if closes_cycle[0]:              # marked so the loader expects a later record
-                rec[0] = ~rec[0]
-                closes_cycle[0] = False
             if len(stack) > base:            # visit the children first, in order
                 children = stack[base:]
                 children.reverse()
-                stack[base:] = [len(records), rec, cell, _FINISH, *children]
-            else:                            # nothing to wait for: rec is final as built
-                cell[0] = len(records)
-                emit(rec)
+                stack[base:] = [rec, cell, _FINISH, *children]
+            else:
+                emit_record(cell, rec)
 
     def write_weak_entries(self):
         for holder, adapter, entries in self.weak:
@@ -386,7 +374,7 @@ class Walker:
         here = memo[id(holder)][0]
 
         def ref(there):
-            return [there - here] if there < here else [there]
+            return reference(there, here)
 
         saved = [(memo[id(target)][0], strong) for strong, target in entries
                  if id(target) in memo]
@@ -401,8 +389,8 @@ class Walker:
             payload.append(None)
         record = self.records[here]
         record.extend(payload)
-        if any(there > here for there, _ in saved) and record[0] >= 0:
-            record[0] = ~record[0]
+        if any(there > here for there, _ in saved):
+            record[0] = marked(record[0])
 
     def save_global(self, obj):
         return [self.index_of(GLOBAL), GLOBAL.name_of(obj)]
@@ -480,16 +468,6 @@ class Walker:
             values.extend(base_payload(schema.base, obj, self.order))
             self.keep.append(values)
         return self.refs(t, values)
-
-
-def finished(rec, built_at, here):
-    """A record built when ``built_at`` records were written, emitted as record ``here``:
-    back-offsets taken then shift by the records written since, and cells of children
-    written meanwhile become back-offsets; cells of ancestors (still ``False``) stay,
-    to receive their absolute index."""
-    shift = here - built_at
-    return [([c[0] - shift] if c[0] < 0 else [c[0] - here])
-            if c.__class__ is list and c[0].__class__ is int else c for c in rec]
 
 
 def base_payload(base, obj, order):

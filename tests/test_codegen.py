@@ -14,10 +14,10 @@ from hypothesis import given, settings
 
 import autosave
 import autosave_codegen as codegen
-from autosave.direct import DirectWalker
+from autosave.saver import Saver
 from autosave.format import encode
 from autosave.generated import GENERATED
-from autosave.walk import Walker
+
 from autosave_codegen.collect import collect
 from autosave_codegen.emit import generate
 
@@ -36,11 +36,11 @@ import graphs as bench_graphs  # noqa: E402
 
 
 def direct_bytes(root):
-    return encode(*DirectWalker().run(root))
+    return encode(*Saver().run(root))
 
 
 def reflective_bytes(root):
-    return encode(*Walker().run(root))
+    return encode(*Saver(generated=False).run(root))
 
 
 # -- the committed generated code is current and in use -------------------------------------
@@ -340,9 +340,9 @@ def test_compiled_generated_module_gives_the_same_bytes(tmp_path):
     code = PROBE.format(pkg=pkg) + textwrap.dedent(f'''
         import {pkg}._autosave_generated as g
         print("compiled:", not g.__file__.endswith(".py"))
-        from autosave.walk import Walker
+        from autosave.saver import Saver
         from autosave.format import encode
-        assert data == encode(*Walker().run(a))
+        assert data == encode(*Saver(generated=False).run(a))
         ''')
     probe = run(tmp_path, [], code=code)
     assert probe.returncode == 0, probe.stderr
@@ -458,28 +458,52 @@ def test_manifest_labels_keep_an_old_save_loading_after_an_edit(tmp_path):
     assert set(v1_labels[f"{pkg}.model.patrol"]["labels"]) == set(v2_labels[f"{pkg}.model.patrol"]["labels"])
 
 
-def test_save_code_of_another_codegen_version_is_not_used(monkeypatch):
-    import warnings
+@pytest.mark.parametrize("change, why", [
+    (("_require_abi(3,", "_require_abi(2,"), "for interface version 2"),
+    (("uses=('type_index',", "uses=('memo', 'type_index',"), "does not offer (memo)"),
+])
+def test_generated_code_of_another_interface_is_refused_loudly(tmp_path, change, why):
+    """A module written for another interface never runs: a warning and reflection, or
+    under AUTOSAVE_STRICT=1 an error; the save is right either way."""
+    pkg = make_package(tmp_path, V1)
+    assert run(tmp_path, [pkg]).returncode == 0
+    generated = tmp_path / pkg / "_autosave_generated.py"
+    text = generated.read_text()
+    assert change[0] in text
+    generated.write_text(text.replace(*change))
+    done = run(tmp_path, [], code=PROBE.format(pkg=pkg))
+    assert done.returncode == 0, done.stderr
+    assert "StaleGeneratedCodeWarning" in done.stderr and why in done.stderr
+    assert "generated module imported: False" in done.stdout
+    strict = run(tmp_path, [], env={"AUTOSAVE_STRICT": "1"}, code=PROBE.format(pkg=pkg))
+    assert strict.returncode != 0
+    assert "StaleGeneratedCodeError" in strict.stderr and why in strict.stderr
 
-    from autosave.generated import StaleGeneratedCodeWarning
-    from autosave.schema import schema_of
 
-    @autosave.saveable(name="tests.codegen.OldEngine")
-    class OldEngine:
-        __slots__ = ("x",)
+def test_generated_code_reaching_past_the_context_fails_the_save_loudly(tmp_path):
+    """The context offers its operations and nothing else: code reaching for the
+    engine's state (as generated code once did) is a SaveError with the object path,
+    never a silently skipped call, whatever AUTOSAVE_STRICT says."""
+    pkg = make_package(tmp_path, V1)
+    assert run(tmp_path, [pkg]).returncode == 0
+    generated = tmp_path / pkg / "_autosave_generated.py"
+    text = generated.read_text()
+    assert "lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit" in text
+    generated.write_text(text.replace("lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit",
+                                      "lookup, visit, emit = ctx.memo.get, ctx.visit, ctx.emit"))
+    done = run(tmp_path, [], code=PROBE.format(pkg=pkg))
+    assert done.returncode != 0
+    assert "SaveError" in done.stderr and "'SaveContext' object has no attribute 'memo'" in done.stderr
+    assert "root" in done.stderr
 
-    def old_factory(walker):          # handlers of the old convention: (obj, cell)
-        return lambda obj, cell: None
-    fingerprint = schema_of(OldEngine).fingerprint
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        GENERATED.register(OldEngine, fingerprint, save=old_factory, module="old")
-    assert OldEngine not in GENERATED.save
-    assert any(issubclass(w.category, StaleGeneratedCodeWarning)
-               and "another version of autosave-codegen" in str(w.message) for w in caught)
-    obj = OldEngine()
-    obj.x = 5
-    assert autosave.loads(autosave.dumps(obj)).x == 5
-    monkeypatch.setenv("AUTOSAVE_STRICT", "1")
-    with pytest.raises(autosave.StaleGeneratedCodeError):
-        GENERATED.register(OldEngine, fingerprint, save=old_factory, module="old")
+
+def test_the_save_context_offers_exactly_the_documented_operations():
+    from autosave.generated import SAVE_OPERATIONS
+    from autosave.saver import Saver, SaveContext
+    context = SaveContext(Saver())
+    assert SaveContext.__slots__ == SAVE_OPERATIONS
+    assert all(callable(getattr(context, op)) for op in SAVE_OPERATIONS)
+    assert not hasattr(context, "__dict__")
+    docs = (ROOT / "docs" / "codegen.md").read_text()
+    for op in SAVE_OPERATIONS:
+        assert f"`{op}" in docs, f"docs/codegen.md does not describe {op}"

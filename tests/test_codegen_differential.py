@@ -20,10 +20,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 
 import autosave
-from autosave.direct import DirectWalker
+from autosave.saver import Saver
 from autosave.format import decode, encode
 from autosave.generated import GENERATED
-from autosave.walk import Walker
+
 from autosave_codegen.cli import main as codegen_main
 from autosave_codegen.collect import collect
 from autosave_codegen.emit import kind_of
@@ -68,8 +68,8 @@ def check_package(spec):
             if kind_of(c) in ("slots", "dict"):
                 assert c in GENERATED.save, f"no generated code in use for {c.__qualname__}"
         graph = world.build()
-        reflective = encode(*Walker().run(graph))
-        generated = encode(*DirectWalker().run(graph))
+        reflective = encode(*Saver(generated=False).run(graph))
+        generated = encode(*Saver().run(graph))
         assert generated == reflective, describe_difference(generated, reflective)
         assert autosave.dumps(graph) == reflective
         loaded = autosave.loads(generated)

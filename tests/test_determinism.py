@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 import autosave
 import autosave.order
-from autosave.direct import DirectWalker
+from autosave.saver import Saver
 from autosave.format import encode
-from autosave.walk import Walker
+
 
 autosave.allow(__name__)
 
@@ -366,8 +366,8 @@ def test_digests_kept_for_other_members_are_not_used_inside_a_member_in_progress
 def test_both_engines_write_the_same_bytes_for_every_shape():
     for name, make in SHAPES.items():
         graph = make()
-        reflective = encode(*Walker().run(graph))
-        assert encode(*DirectWalker().run(graph)) == reflective, name
+        reflective = encode(*Saver(generated=False).run(graph))
+        assert encode(*Saver().run(graph)) == reflective, name
 
 
 def test_digest_cost_is_linear_in_the_members_parts(monkeypatch):
@@ -382,7 +382,7 @@ def test_digest_cost_is_linear_in_the_members_parts(monkeypatch):
         return parts_of(obj, keep)
     monkeypatch.setattr(autosave.order, "parts_of", counting)
     torus = _grid(8)                       # 64 cells
-    Walker().run(torus)
+    Saver(generated=False).run(torus)
     assert calls[0] <= 64 * 64 + 64        # one traversal of the torus per member
 
     calls[0] = 0
@@ -390,7 +390,7 @@ def test_digest_cost_is_linear_in_the_members_parts(monkeypatch):
     for i in range(5000):
         chain = Node(a=chain, b=i)
     members = {Node(a=chain, b=i) for i in range(2000)}
-    Walker().run(members)
+    Saver(generated=False).run(members)
     assert calls[0] <= 2000 + 5000 + 10
 
 
@@ -494,17 +494,17 @@ def test_overlapping_saves_in_threads_leave_the_recursion_limit_alone():
     assert sorted(results) == ["t0", "t1", "t2"]
     for i in range(3):
         graph = deep_graph(8000 + 1000 * i)
-        assert results[f"t{i}"] == encode(*Walker().run(graph))
+        assert results[f"t{i}"] == encode(*Saver(generated=False).run(graph))
     assert not [t for t in threading.enumerate() if t.name == "autosave-deep-save"]
 
 
 def test_deep_graphs_under_a_low_recursion_limit_give_the_reflective_bytes():
     graph = deep_graph(3000)
-    expected = encode(*Walker().run(graph))
+    expected = encode(*Saver(generated=False).run(graph))
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(len(__import__("inspect").stack()) + 150)
     try:
-        direct = DirectWalker().run(graph)
+        direct = Saver().run(graph)
     finally:
         sys.setrecursionlimit(limit)
     assert encode(*direct) == expected

@@ -4,11 +4,14 @@
 #     autosave-codegen --check worldsim
 # Each class's code carries the fingerprint of the layout it was made from; a class that
 # changed since is saved by reflection, with a warning (AUTOSAVE_STRICT=1: an error).
+# It uses the engine only through the save context (autosave.saver.SaveContext).
 """Generated save/load code for worldsim."""
 
-from autosave.direct import INLINE as _INLINE
+from autosave.generated import INLINE as _INLINE
 from autosave.generated import register as _register
+from autosave.generated import require_abi as _require_abi
 
+_require_abi(3, __name__, uses=('type_index', 'lookup', 'visit', 'emit', 'fallback'))
 from worldsim import Item as _Item
 from worldsim import Tile as _Tile
 from worldsim import Unit as _Unit
@@ -17,27 +20,29 @@ from worldsim import World as _World
 
 # -- worldsim.Item -----------------------------------------------------------------------
 
-def save_Item(walker):
+def save_Item(ctx):
     """worldsim.Item, version 1: fields in __dict__ order."""
-    ref, emit, index_of, shapes = walker.ref, walker.emitter(), walker.index_of, {}
+    lookup, visit, emit, type_index, shapes = ctx.lookup, ctx.visit, ctx.emit, ctx.type_index, {}
 
     def save(obj, cell, depth):
         d = obj.__dict__
         shape = tuple(d)
         t = shapes.get(shape)
         if t is None:
-            t = shapes[shape] = index_of((_Item, shape), 'worldsim.Item', 1, shape)
+            t = shapes[shape] = type_index((_Item, shape), 'worldsim.Item', 1, shape)
         cell[0] = False
-        emit(cell, t, [v if v.__class__ in _INLINE else ref(v, depth) for v in d.values()])
+        emit(cell, t, [v if v.__class__ in _INLINE else
+                       c if (c := lookup(id(v))) is not None and c[0] is not None else
+                       visit(v, c, depth) for v in d.values()])
     return save
 
 
-def load_Item(plan, objs):
+def load_Item(fields, plain, objs):
     """(create, fill, None) for records of worldsim.Item: fields straight into
     __dict__."""
-    if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:
+    if not plain:
         return None
-    cls, new, fields = _Item, object.__new__, tuple(plan.fields)
+    cls, new = _Item, object.__new__
     n = len(fields) + 1
 
     def create(rec, vals):
@@ -50,7 +55,7 @@ def load_Item(plan, objs):
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
     return create, fill, None
-_register(_Item, '11a53f9e2987961c', save=save_Item, load=load_Item, module=__name__, engine=2)
+_register(_Item, '11a53f9e2987961c', save=save_Item, load=load_Item, module=__name__)
 
 
 # -- worldsim.Terrain --------------------------------------------------------------------
@@ -61,13 +66,11 @@ _register(_Item, '11a53f9e2987961c', save=save_Item, load=load_Item, module=__na
 _SLOTS_Tile = ('x', 'y', 'terrain', 'height', 'units')
 
 
-def save_Tile(walker):
+def save_Tile(ctx):
     """worldsim.Tile, version 1: 5 slots."""
-    t = walker.index_of((_Tile, _SLOTS_Tile), 'worldsim.Tile', 1, _SLOTS_Tile)
-    records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
-    append = records.append
-    unset_slot = walker.fallback_for(_Tile)
+    t = ctx.type_index((_Tile, _SLOTS_Tile), 'worldsim.Tile', 1, _SLOTS_Tile)
+    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    unset_slot = ctx.fallback(_Tile)
 
     def save(obj, cell, depth):
         try:
@@ -80,96 +83,28 @@ def save_Tile(walker):
             return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_x.__class__ is not int and f0_x.__class__ not in _INLINE:
-            c = memo_get(id(f0_x))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f0_x)] = [None]
-                handler = direct_get(f0_x.__class__)
-                if handler is None or depth >= limit:
-                    visit(f0_x, c, depth)
-                else:
-                    handler(f0_x, c, depth + 1)
-            f0_x = c
+            c = lookup(id(f0_x))
+            f0_x = c if c is not None and c[0] is not None else visit(f0_x, c, depth)
         if f1_y.__class__ is not int and f1_y.__class__ not in _INLINE:
-            c = memo_get(id(f1_y))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f1_y)] = [None]
-                handler = direct_get(f1_y.__class__)
-                if handler is None or depth >= limit:
-                    visit(f1_y, c, depth)
-                else:
-                    handler(f1_y, c, depth + 1)
-            f1_y = c
+            c = lookup(id(f1_y))
+            f1_y = c if c is not None and c[0] is not None else visit(f1_y, c, depth)
         if f2_terrain.__class__ not in _INLINE:
-            c = memo_get(id(f2_terrain))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f2_terrain)] = [None]
-                handler = direct_get(f2_terrain.__class__)
-                if handler is None or depth >= limit:
-                    visit(f2_terrain, c, depth)
-                else:
-                    handler(f2_terrain, c, depth + 1)
-            f2_terrain = c
+            c = lookup(id(f2_terrain))
+            f2_terrain = c if c is not None and c[0] is not None else visit(f2_terrain, c, depth)
         if f3_height.__class__ is not float and f3_height.__class__ not in _INLINE:
-            c = memo_get(id(f3_height))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f3_height)] = [None]
-                handler = direct_get(f3_height.__class__)
-                if handler is None or depth >= limit:
-                    visit(f3_height, c, depth)
-                else:
-                    handler(f3_height, c, depth + 1)
-            f3_height = c
+            c = lookup(id(f3_height))
+            f3_height = c if c is not None and c[0] is not None else visit(f3_height, c, depth)
         if f4_units.__class__ not in _INLINE:
-            c = memo_get(id(f4_units))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f4_units)] = [None]
-                handler = direct_get(f4_units.__class__)
-                if handler is None or depth >= limit:
-                    visit(f4_units, c, depth)
-                else:
-                    handler(f4_units, c, depth + 1)
-            f4_units = c
-        here = len(records)
-        cycle = False
-        if f0_x.__class__ is list:
-            if f0_x[0] is False:
-                cycle = True
-            else:
-                f0_x = [f0_x[0] - here]
-        if f1_y.__class__ is list:
-            if f1_y[0] is False:
-                cycle = True
-            else:
-                f1_y = [f1_y[0] - here]
-        if f2_terrain.__class__ is list:
-            if f2_terrain[0] is False:
-                cycle = True
-            else:
-                f2_terrain = [f2_terrain[0] - here]
-        if f3_height.__class__ is list:
-            if f3_height[0] is False:
-                cycle = True
-            else:
-                f3_height = [f3_height[0] - here]
-        if f4_units.__class__ is list:
-            if f4_units[0] is False:
-                cycle = True
-            else:
-                f4_units = [f4_units[0] - here]
-        cell[0] = here
-        append([~t if cycle else t, f0_x, f1_y, f2_terrain, f3_height, f4_units])
+            c = lookup(id(f4_units))
+            f4_units = c if c is not None and c[0] is not None else visit(f4_units, c, depth)
+        emit(cell, t, [f0_x, f1_y, f2_terrain, f3_height, f4_units])
     return save
 
 
-def load_Tile(plan, objs):
+def load_Tile(fields, plain, objs):
     """(create, fill, create_from_record) for records of worldsim.Tile saved with this very
     layout; else None: reflection maps the record."""
-    if tuple(plan.fields) != _SLOTS_Tile or plan.upgrades or plan.defaults:
+    if fields != _SLOTS_Tile or not plain:
         return None
     cls, new = _Tile, object.__new__
     if cls.__setattr__ is not object.__setattr__:
@@ -193,20 +128,18 @@ def load_Tile(plan, objs):
         obj.units = f4_units if f4_units.__class__ is not list else objs[f4_units[0]]
         return obj
     return create, fill, create_from_record
-_register(_Tile, '826e66101f80b9e7', save=save_Tile, load=load_Tile, module=__name__, engine=2)
+_register(_Tile, '826e66101f80b9e7', save=save_Tile, load=load_Tile, module=__name__)
 
 
 # -- worldsim.Unit -----------------------------------------------------------------------
 _SLOTS_Unit = ('id', 'name', 'kind', 'x', 'y', 'hp', 'speed', 'home', 'tags', 'inventory', 'friends', 'leader')
 
 
-def save_Unit(walker):
+def save_Unit(ctx):
     """worldsim.Unit, version 1: 12 slots."""
-    t = walker.index_of((_Unit, _SLOTS_Unit), 'worldsim.Unit', 1, _SLOTS_Unit)
-    records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
-    append = records.append
-    unset_slot = walker.fallback_for(_Unit)
+    t = ctx.type_index((_Unit, _SLOTS_Unit), 'worldsim.Unit', 1, _SLOTS_Unit)
+    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    unset_slot = ctx.fallback(_Unit)
 
     def save(obj, cell, depth):
         try:
@@ -226,208 +159,49 @@ def save_Unit(walker):
             return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_id.__class__ is not int and f0_id.__class__ not in _INLINE:
-            c = memo_get(id(f0_id))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f0_id)] = [None]
-                handler = direct_get(f0_id.__class__)
-                if handler is None or depth >= limit:
-                    visit(f0_id, c, depth)
-                else:
-                    handler(f0_id, c, depth + 1)
-            f0_id = c
+            c = lookup(id(f0_id))
+            f0_id = c if c is not None and c[0] is not None else visit(f0_id, c, depth)
         if f1_name.__class__ is not str and f1_name.__class__ not in _INLINE:
-            c = memo_get(id(f1_name))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f1_name)] = [None]
-                handler = direct_get(f1_name.__class__)
-                if handler is None or depth >= limit:
-                    visit(f1_name, c, depth)
-                else:
-                    handler(f1_name, c, depth + 1)
-            f1_name = c
+            c = lookup(id(f1_name))
+            f1_name = c if c is not None and c[0] is not None else visit(f1_name, c, depth)
         if f2_kind.__class__ is not str and f2_kind.__class__ not in _INLINE:
-            c = memo_get(id(f2_kind))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f2_kind)] = [None]
-                handler = direct_get(f2_kind.__class__)
-                if handler is None or depth >= limit:
-                    visit(f2_kind, c, depth)
-                else:
-                    handler(f2_kind, c, depth + 1)
-            f2_kind = c
+            c = lookup(id(f2_kind))
+            f2_kind = c if c is not None and c[0] is not None else visit(f2_kind, c, depth)
         if f3_x.__class__ is not float and f3_x.__class__ not in _INLINE:
-            c = memo_get(id(f3_x))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f3_x)] = [None]
-                handler = direct_get(f3_x.__class__)
-                if handler is None or depth >= limit:
-                    visit(f3_x, c, depth)
-                else:
-                    handler(f3_x, c, depth + 1)
-            f3_x = c
+            c = lookup(id(f3_x))
+            f3_x = c if c is not None and c[0] is not None else visit(f3_x, c, depth)
         if f4_y.__class__ is not float and f4_y.__class__ not in _INLINE:
-            c = memo_get(id(f4_y))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f4_y)] = [None]
-                handler = direct_get(f4_y.__class__)
-                if handler is None or depth >= limit:
-                    visit(f4_y, c, depth)
-                else:
-                    handler(f4_y, c, depth + 1)
-            f4_y = c
+            c = lookup(id(f4_y))
+            f4_y = c if c is not None and c[0] is not None else visit(f4_y, c, depth)
         if f5_hp.__class__ is not int and f5_hp.__class__ not in _INLINE:
-            c = memo_get(id(f5_hp))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f5_hp)] = [None]
-                handler = direct_get(f5_hp.__class__)
-                if handler is None or depth >= limit:
-                    visit(f5_hp, c, depth)
-                else:
-                    handler(f5_hp, c, depth + 1)
-            f5_hp = c
+            c = lookup(id(f5_hp))
+            f5_hp = c if c is not None and c[0] is not None else visit(f5_hp, c, depth)
         if f6_speed.__class__ is not float and f6_speed.__class__ not in _INLINE:
-            c = memo_get(id(f6_speed))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f6_speed)] = [None]
-                handler = direct_get(f6_speed.__class__)
-                if handler is None or depth >= limit:
-                    visit(f6_speed, c, depth)
-                else:
-                    handler(f6_speed, c, depth + 1)
-            f6_speed = c
+            c = lookup(id(f6_speed))
+            f6_speed = c if c is not None and c[0] is not None else visit(f6_speed, c, depth)
         if f7_home.__class__ not in _INLINE:
-            c = memo_get(id(f7_home))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f7_home)] = [None]
-                handler = direct_get(f7_home.__class__)
-                if handler is None or depth >= limit:
-                    visit(f7_home, c, depth)
-                else:
-                    handler(f7_home, c, depth + 1)
-            f7_home = c
+            c = lookup(id(f7_home))
+            f7_home = c if c is not None and c[0] is not None else visit(f7_home, c, depth)
         if f8_tags.__class__ not in _INLINE:
-            c = memo_get(id(f8_tags))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f8_tags)] = [None]
-                handler = direct_get(f8_tags.__class__)
-                if handler is None or depth >= limit:
-                    visit(f8_tags, c, depth)
-                else:
-                    handler(f8_tags, c, depth + 1)
-            f8_tags = c
+            c = lookup(id(f8_tags))
+            f8_tags = c if c is not None and c[0] is not None else visit(f8_tags, c, depth)
         if f9_inventory.__class__ not in _INLINE:
-            c = memo_get(id(f9_inventory))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f9_inventory)] = [None]
-                handler = direct_get(f9_inventory.__class__)
-                if handler is None or depth >= limit:
-                    visit(f9_inventory, c, depth)
-                else:
-                    handler(f9_inventory, c, depth + 1)
-            f9_inventory = c
+            c = lookup(id(f9_inventory))
+            f9_inventory = c if c is not None and c[0] is not None else visit(f9_inventory, c, depth)
         if f10_friends.__class__ not in _INLINE:
-            c = memo_get(id(f10_friends))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f10_friends)] = [None]
-                handler = direct_get(f10_friends.__class__)
-                if handler is None or depth >= limit:
-                    visit(f10_friends, c, depth)
-                else:
-                    handler(f10_friends, c, depth + 1)
-            f10_friends = c
+            c = lookup(id(f10_friends))
+            f10_friends = c if c is not None and c[0] is not None else visit(f10_friends, c, depth)
         if f11_leader.__class__ not in _INLINE:
-            c = memo_get(id(f11_leader))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f11_leader)] = [None]
-                handler = direct_get(f11_leader.__class__)
-                if handler is None or depth >= limit:
-                    visit(f11_leader, c, depth)
-                else:
-                    handler(f11_leader, c, depth + 1)
-            f11_leader = c
-        here = len(records)
-        cycle = False
-        if f0_id.__class__ is list:
-            if f0_id[0] is False:
-                cycle = True
-            else:
-                f0_id = [f0_id[0] - here]
-        if f1_name.__class__ is list:
-            if f1_name[0] is False:
-                cycle = True
-            else:
-                f1_name = [f1_name[0] - here]
-        if f2_kind.__class__ is list:
-            if f2_kind[0] is False:
-                cycle = True
-            else:
-                f2_kind = [f2_kind[0] - here]
-        if f3_x.__class__ is list:
-            if f3_x[0] is False:
-                cycle = True
-            else:
-                f3_x = [f3_x[0] - here]
-        if f4_y.__class__ is list:
-            if f4_y[0] is False:
-                cycle = True
-            else:
-                f4_y = [f4_y[0] - here]
-        if f5_hp.__class__ is list:
-            if f5_hp[0] is False:
-                cycle = True
-            else:
-                f5_hp = [f5_hp[0] - here]
-        if f6_speed.__class__ is list:
-            if f6_speed[0] is False:
-                cycle = True
-            else:
-                f6_speed = [f6_speed[0] - here]
-        if f7_home.__class__ is list:
-            if f7_home[0] is False:
-                cycle = True
-            else:
-                f7_home = [f7_home[0] - here]
-        if f8_tags.__class__ is list:
-            if f8_tags[0] is False:
-                cycle = True
-            else:
-                f8_tags = [f8_tags[0] - here]
-        if f9_inventory.__class__ is list:
-            if f9_inventory[0] is False:
-                cycle = True
-            else:
-                f9_inventory = [f9_inventory[0] - here]
-        if f10_friends.__class__ is list:
-            if f10_friends[0] is False:
-                cycle = True
-            else:
-                f10_friends = [f10_friends[0] - here]
-        if f11_leader.__class__ is list:
-            if f11_leader[0] is False:
-                cycle = True
-            else:
-                f11_leader = [f11_leader[0] - here]
-        cell[0] = here
-        append([~t if cycle else t, f0_id, f1_name, f2_kind, f3_x, f4_y, f5_hp, f6_speed, f7_home, f8_tags, f9_inventory, f10_friends, f11_leader])
+            c = lookup(id(f11_leader))
+            f11_leader = c if c is not None and c[0] is not None else visit(f11_leader, c, depth)
+        emit(cell, t, [f0_id, f1_name, f2_kind, f3_x, f4_y, f5_hp, f6_speed, f7_home, f8_tags, f9_inventory, f10_friends, f11_leader])
     return save
 
 
-def load_Unit(plan, objs):
+def load_Unit(fields, plain, objs):
     """(create, fill, create_from_record) for records of worldsim.Unit saved with this very
     layout; else None: reflection maps the record."""
-    if tuple(plan.fields) != _SLOTS_Unit or plan.upgrades or plan.defaults:
+    if fields != _SLOTS_Unit or not plain:
         return None
     cls, new = _Unit, object.__new__
     if cls.__setattr__ is not object.__setattr__:
@@ -458,20 +232,18 @@ def load_Unit(plan, objs):
         obj.leader = f11_leader if f11_leader.__class__ is not list else objs[f11_leader[0]]
         return obj
     return create, fill, create_from_record
-_register(_Unit, '1a277a7ce5e5a70f', save=save_Unit, load=load_Unit, module=__name__, engine=2)
+_register(_Unit, '1a277a7ce5e5a70f', save=save_Unit, load=load_Unit, module=__name__)
 
 
 # -- worldsim.World ----------------------------------------------------------------------
 _SLOTS_World = ('rng', 'grid', 'units', 'by_name', 'tick')
 
 
-def save_World(walker):
+def save_World(ctx):
     """worldsim.World, version 1: 5 slots."""
-    t = walker.index_of((_World, _SLOTS_World), 'worldsim.World', 1, _SLOTS_World)
-    records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
-    append = records.append
-    unset_slot = walker.fallback_for(_World)
+    t = ctx.type_index((_World, _SLOTS_World), 'worldsim.World', 1, _SLOTS_World)
+    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    unset_slot = ctx.fallback(_World)
 
     def save(obj, cell, depth):
         try:
@@ -484,96 +256,28 @@ def save_World(walker):
             return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_rng.__class__ not in _INLINE:
-            c = memo_get(id(f0_rng))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f0_rng)] = [None]
-                handler = direct_get(f0_rng.__class__)
-                if handler is None or depth >= limit:
-                    visit(f0_rng, c, depth)
-                else:
-                    handler(f0_rng, c, depth + 1)
-            f0_rng = c
+            c = lookup(id(f0_rng))
+            f0_rng = c if c is not None and c[0] is not None else visit(f0_rng, c, depth)
         if f1_grid.__class__ not in _INLINE:
-            c = memo_get(id(f1_grid))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f1_grid)] = [None]
-                handler = direct_get(f1_grid.__class__)
-                if handler is None or depth >= limit:
-                    visit(f1_grid, c, depth)
-                else:
-                    handler(f1_grid, c, depth + 1)
-            f1_grid = c
+            c = lookup(id(f1_grid))
+            f1_grid = c if c is not None and c[0] is not None else visit(f1_grid, c, depth)
         if f2_units.__class__ not in _INLINE:
-            c = memo_get(id(f2_units))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f2_units)] = [None]
-                handler = direct_get(f2_units.__class__)
-                if handler is None or depth >= limit:
-                    visit(f2_units, c, depth)
-                else:
-                    handler(f2_units, c, depth + 1)
-            f2_units = c
+            c = lookup(id(f2_units))
+            f2_units = c if c is not None and c[0] is not None else visit(f2_units, c, depth)
         if f3_by_name.__class__ not in _INLINE:
-            c = memo_get(id(f3_by_name))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f3_by_name)] = [None]
-                handler = direct_get(f3_by_name.__class__)
-                if handler is None or depth >= limit:
-                    visit(f3_by_name, c, depth)
-                else:
-                    handler(f3_by_name, c, depth + 1)
-            f3_by_name = c
+            c = lookup(id(f3_by_name))
+            f3_by_name = c if c is not None and c[0] is not None else visit(f3_by_name, c, depth)
         if f4_tick.__class__ is not int and f4_tick.__class__ not in _INLINE:
-            c = memo_get(id(f4_tick))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f4_tick)] = [None]
-                handler = direct_get(f4_tick.__class__)
-                if handler is None or depth >= limit:
-                    visit(f4_tick, c, depth)
-                else:
-                    handler(f4_tick, c, depth + 1)
-            f4_tick = c
-        here = len(records)
-        cycle = False
-        if f0_rng.__class__ is list:
-            if f0_rng[0] is False:
-                cycle = True
-            else:
-                f0_rng = [f0_rng[0] - here]
-        if f1_grid.__class__ is list:
-            if f1_grid[0] is False:
-                cycle = True
-            else:
-                f1_grid = [f1_grid[0] - here]
-        if f2_units.__class__ is list:
-            if f2_units[0] is False:
-                cycle = True
-            else:
-                f2_units = [f2_units[0] - here]
-        if f3_by_name.__class__ is list:
-            if f3_by_name[0] is False:
-                cycle = True
-            else:
-                f3_by_name = [f3_by_name[0] - here]
-        if f4_tick.__class__ is list:
-            if f4_tick[0] is False:
-                cycle = True
-            else:
-                f4_tick = [f4_tick[0] - here]
-        cell[0] = here
-        append([~t if cycle else t, f0_rng, f1_grid, f2_units, f3_by_name, f4_tick])
+            c = lookup(id(f4_tick))
+            f4_tick = c if c is not None and c[0] is not None else visit(f4_tick, c, depth)
+        emit(cell, t, [f0_rng, f1_grid, f2_units, f3_by_name, f4_tick])
     return save
 
 
-def load_World(plan, objs):
+def load_World(fields, plain, objs):
     """(create, fill, create_from_record) for records of worldsim.World saved with this very
     layout; else None: reflection maps the record."""
-    if tuple(plan.fields) != _SLOTS_World or plan.upgrades or plan.defaults:
+    if fields != _SLOTS_World or not plain:
         return None
     cls, new = _World, object.__new__
     if cls.__setattr__ is not object.__setattr__:
@@ -597,4 +301,4 @@ def load_World(plan, objs):
         obj.tick = f4_tick if f4_tick.__class__ is not list else objs[f4_tick[0]]
         return obj
     return create, fill, create_from_record
-_register(_World, 'd4bd83601706e81e', save=save_World, load=load_World, module=__name__, engine=2)
+_register(_World, 'd4bd83601706e81e', save=save_World, load=load_World, module=__name__)

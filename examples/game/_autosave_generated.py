@@ -4,11 +4,14 @@
 #     autosave-codegen --check game
 # Each class's code carries the fingerprint of the layout it was made from; a class that
 # changed since is saved by reflection, with a warning (AUTOSAVE_STRICT=1: an error).
+# It uses the engine only through the save context (autosave.saver.SaveContext).
 """Generated save/load code for game."""
 
-from autosave.direct import INLINE as _INLINE
+from autosave.generated import INLINE as _INLINE
 from autosave.generated import register as _register
+from autosave.generated import require_abi as _require_abi
 
+_require_abi(3, __name__, uses=('type_index', 'lookup', 'visit', 'emit', 'fallback'))
 from game.model import Brain as _Brain
 from game.model import Health as _Health
 from game.model import ItemTemplate as _ItemTemplate
@@ -23,13 +26,11 @@ from game.model import Squad as _Squad
 _SLOTS_Brain = ('mode', 'plan', 'target')
 
 
-def save_Brain(walker):
+def save_Brain(ctx):
     """game.model.Brain, version 1: 3 slots."""
-    t = walker.index_of((_Brain, _SLOTS_Brain), 'game.model.Brain', 1, _SLOTS_Brain)
-    records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
-    append = records.append
-    unset_slot = walker.fallback_for(_Brain)
+    t = ctx.type_index((_Brain, _SLOTS_Brain), 'game.model.Brain', 1, _SLOTS_Brain)
+    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    unset_slot = ctx.fallback(_Brain)
 
     def save(obj, cell, depth):
         try:
@@ -40,64 +41,22 @@ def save_Brain(walker):
             return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_mode.__class__ not in _INLINE:
-            c = memo_get(id(f0_mode))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f0_mode)] = [None]
-                handler = direct_get(f0_mode.__class__)
-                if handler is None or depth >= limit:
-                    visit(f0_mode, c, depth)
-                else:
-                    handler(f0_mode, c, depth + 1)
-            f0_mode = c
+            c = lookup(id(f0_mode))
+            f0_mode = c if c is not None and c[0] is not None else visit(f0_mode, c, depth)
         if f1_plan.__class__ not in _INLINE:
-            c = memo_get(id(f1_plan))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f1_plan)] = [None]
-                handler = direct_get(f1_plan.__class__)
-                if handler is None or depth >= limit:
-                    visit(f1_plan, c, depth)
-                else:
-                    handler(f1_plan, c, depth + 1)
-            f1_plan = c
+            c = lookup(id(f1_plan))
+            f1_plan = c if c is not None and c[0] is not None else visit(f1_plan, c, depth)
         if f2_target.__class__ not in _INLINE:
-            c = memo_get(id(f2_target))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f2_target)] = [None]
-                handler = direct_get(f2_target.__class__)
-                if handler is None or depth >= limit:
-                    visit(f2_target, c, depth)
-                else:
-                    handler(f2_target, c, depth + 1)
-            f2_target = c
-        here = len(records)
-        cycle = False
-        if f0_mode.__class__ is list:
-            if f0_mode[0] is False:
-                cycle = True
-            else:
-                f0_mode = [f0_mode[0] - here]
-        if f1_plan.__class__ is list:
-            if f1_plan[0] is False:
-                cycle = True
-            else:
-                f1_plan = [f1_plan[0] - here]
-        if f2_target.__class__ is list:
-            if f2_target[0] is False:
-                cycle = True
-            else:
-                f2_target = [f2_target[0] - here]
-        cell[0] = here
-        append([~t if cycle else t, f0_mode, f1_plan, f2_target])
+            c = lookup(id(f2_target))
+            f2_target = c if c is not None and c[0] is not None else visit(f2_target, c, depth)
+        emit(cell, t, [f0_mode, f1_plan, f2_target])
     return save
 
 
-def load_Brain(plan, objs):
+def load_Brain(fields, plain, objs):
     """(create, fill, create_from_record) for records of game.model.Brain saved with this very
     layout; else None: reflection maps the record."""
-    if tuple(plan.fields) != _SLOTS_Brain or plan.upgrades or plan.defaults:
+    if fields != _SLOTS_Brain or not plain:
         return None
     cls, new = _Brain, object.__new__
     if cls.__setattr__ is not object.__setattr__:
@@ -119,20 +78,18 @@ def load_Brain(plan, objs):
         obj.target = f2_target if f2_target.__class__ is not list else objs[f2_target[0]]
         return obj
     return create, fill, create_from_record
-_register(_Brain, '467df77176915d2f', save=save_Brain, load=load_Brain, module=__name__, engine=2)
+_register(_Brain, '467df77176915d2f', save=save_Brain, load=load_Brain, module=__name__)
 
 
 # -- game.model.Health -------------------------------------------------------------------
 _SLOTS_Health = ('hp', 'max_hp')
 
 
-def save_Health(walker):
+def save_Health(ctx):
     """game.model.Health, version 1: 2 slots."""
-    t = walker.index_of((_Health, _SLOTS_Health), 'game.model.Health', 1, _SLOTS_Health)
-    records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
-    append = records.append
-    unset_slot = walker.fallback_for(_Health)
+    t = ctx.type_index((_Health, _SLOTS_Health), 'game.model.Health', 1, _SLOTS_Health)
+    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    unset_slot = ctx.fallback(_Health)
 
     def save(obj, cell, depth):
         try:
@@ -142,48 +99,19 @@ def save_Health(walker):
             return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_hp.__class__ is not int and f0_hp.__class__ not in _INLINE:
-            c = memo_get(id(f0_hp))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f0_hp)] = [None]
-                handler = direct_get(f0_hp.__class__)
-                if handler is None or depth >= limit:
-                    visit(f0_hp, c, depth)
-                else:
-                    handler(f0_hp, c, depth + 1)
-            f0_hp = c
+            c = lookup(id(f0_hp))
+            f0_hp = c if c is not None and c[0] is not None else visit(f0_hp, c, depth)
         if f1_max_hp.__class__ is not int and f1_max_hp.__class__ not in _INLINE:
-            c = memo_get(id(f1_max_hp))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f1_max_hp)] = [None]
-                handler = direct_get(f1_max_hp.__class__)
-                if handler is None or depth >= limit:
-                    visit(f1_max_hp, c, depth)
-                else:
-                    handler(f1_max_hp, c, depth + 1)
-            f1_max_hp = c
-        here = len(records)
-        cycle = False
-        if f0_hp.__class__ is list:
-            if f0_hp[0] is False:
-                cycle = True
-            else:
-                f0_hp = [f0_hp[0] - here]
-        if f1_max_hp.__class__ is list:
-            if f1_max_hp[0] is False:
-                cycle = True
-            else:
-                f1_max_hp = [f1_max_hp[0] - here]
-        cell[0] = here
-        append([~t if cycle else t, f0_hp, f1_max_hp])
+            c = lookup(id(f1_max_hp))
+            f1_max_hp = c if c is not None and c[0] is not None else visit(f1_max_hp, c, depth)
+        emit(cell, t, [f0_hp, f1_max_hp])
     return save
 
 
-def load_Health(plan, objs):
+def load_Health(fields, plain, objs):
     """(create, fill, create_from_record) for records of game.model.Health saved with this very
     layout; else None: reflection maps the record."""
-    if tuple(plan.fields) != _SLOTS_Health or plan.upgrades or plan.defaults:
+    if fields != _SLOTS_Health or not plain:
         return None
     cls, new = _Health, object.__new__
     if cls.__setattr__ is not object.__setattr__:
@@ -204,32 +132,34 @@ def load_Health(plan, objs):
         obj.max_hp = f1_max_hp if f1_max_hp.__class__ is not list else objs[f1_max_hp[0]]
         return obj
     return create, fill, create_from_record
-_register(_Health, 'fb04dfb4b2e5edd6', save=save_Health, load=load_Health, module=__name__, engine=2)
+_register(_Health, 'fb04dfb4b2e5edd6', save=save_Health, load=load_Health, module=__name__)
 
 
 # -- game.model.ItemTemplate -------------------------------------------------------------
 
-def save_ItemTemplate(walker):
+def save_ItemTemplate(ctx):
     """game.model.ItemTemplate, version 1: fields in __dict__ order."""
-    ref, emit, index_of, shapes = walker.ref, walker.emitter(), walker.index_of, {}
+    lookup, visit, emit, type_index, shapes = ctx.lookup, ctx.visit, ctx.emit, ctx.type_index, {}
 
     def save(obj, cell, depth):
         d = obj.__dict__
         shape = tuple(d)
         t = shapes.get(shape)
         if t is None:
-            t = shapes[shape] = index_of((_ItemTemplate, shape), 'game.model.ItemTemplate', 1, shape)
+            t = shapes[shape] = type_index((_ItemTemplate, shape), 'game.model.ItemTemplate', 1, shape)
         cell[0] = False
-        emit(cell, t, [v if v.__class__ in _INLINE else ref(v, depth) for v in d.values()])
+        emit(cell, t, [v if v.__class__ in _INLINE else
+                       c if (c := lookup(id(v))) is not None and c[0] is not None else
+                       visit(v, c, depth) for v in d.values()])
     return save
 
 
-def load_ItemTemplate(plan, objs):
+def load_ItemTemplate(fields, plain, objs):
     """(create, fill, None) for records of game.model.ItemTemplate: fields straight into
     __dict__."""
-    if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:
+    if not plain:
         return None
-    cls, new, fields = _ItemTemplate, object.__new__, tuple(plan.fields)
+    cls, new = _ItemTemplate, object.__new__
     n = len(fields) + 1
 
     def create(rec, vals):
@@ -242,20 +172,18 @@ def load_ItemTemplate(plan, objs):
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
     return create, fill, None
-_register(_ItemTemplate, 'b07a8f13b13222cc', save=save_ItemTemplate, load=load_ItemTemplate, module=__name__, engine=2)
+_register(_ItemTemplate, 'b07a8f13b13222cc', save=save_ItemTemplate, load=load_ItemTemplate, module=__name__)
 
 
 # -- game.model.Level --------------------------------------------------------------------
 _SLOTS_Level = ('rng', 'npcs', 'by_id', 'squads', 'tick', 'next_id', 'log')
 
 
-def save_Level(walker):
+def save_Level(ctx):
     """game.model.Level, version 1: 7 slots."""
-    t = walker.index_of((_Level, _SLOTS_Level), 'game.model.Level', 1, _SLOTS_Level)
-    records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
-    append = records.append
-    unset_slot = walker.fallback_for(_Level)
+    t = ctx.type_index((_Level, _SLOTS_Level), 'game.model.Level', 1, _SLOTS_Level)
+    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    unset_slot = ctx.fallback(_Level)
 
     def save(obj, cell, depth):
         try:
@@ -270,128 +198,34 @@ def save_Level(walker):
             return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_rng.__class__ not in _INLINE:
-            c = memo_get(id(f0_rng))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f0_rng)] = [None]
-                handler = direct_get(f0_rng.__class__)
-                if handler is None or depth >= limit:
-                    visit(f0_rng, c, depth)
-                else:
-                    handler(f0_rng, c, depth + 1)
-            f0_rng = c
+            c = lookup(id(f0_rng))
+            f0_rng = c if c is not None and c[0] is not None else visit(f0_rng, c, depth)
         if f1_npcs.__class__ not in _INLINE:
-            c = memo_get(id(f1_npcs))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f1_npcs)] = [None]
-                handler = direct_get(f1_npcs.__class__)
-                if handler is None or depth >= limit:
-                    visit(f1_npcs, c, depth)
-                else:
-                    handler(f1_npcs, c, depth + 1)
-            f1_npcs = c
+            c = lookup(id(f1_npcs))
+            f1_npcs = c if c is not None and c[0] is not None else visit(f1_npcs, c, depth)
         if f2_by_id.__class__ not in _INLINE:
-            c = memo_get(id(f2_by_id))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f2_by_id)] = [None]
-                handler = direct_get(f2_by_id.__class__)
-                if handler is None or depth >= limit:
-                    visit(f2_by_id, c, depth)
-                else:
-                    handler(f2_by_id, c, depth + 1)
-            f2_by_id = c
+            c = lookup(id(f2_by_id))
+            f2_by_id = c if c is not None and c[0] is not None else visit(f2_by_id, c, depth)
         if f3_squads.__class__ not in _INLINE:
-            c = memo_get(id(f3_squads))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f3_squads)] = [None]
-                handler = direct_get(f3_squads.__class__)
-                if handler is None or depth >= limit:
-                    visit(f3_squads, c, depth)
-                else:
-                    handler(f3_squads, c, depth + 1)
-            f3_squads = c
+            c = lookup(id(f3_squads))
+            f3_squads = c if c is not None and c[0] is not None else visit(f3_squads, c, depth)
         if f4_tick.__class__ is not int and f4_tick.__class__ not in _INLINE:
-            c = memo_get(id(f4_tick))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f4_tick)] = [None]
-                handler = direct_get(f4_tick.__class__)
-                if handler is None or depth >= limit:
-                    visit(f4_tick, c, depth)
-                else:
-                    handler(f4_tick, c, depth + 1)
-            f4_tick = c
+            c = lookup(id(f4_tick))
+            f4_tick = c if c is not None and c[0] is not None else visit(f4_tick, c, depth)
         if f5_next_id.__class__ is not int and f5_next_id.__class__ not in _INLINE:
-            c = memo_get(id(f5_next_id))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f5_next_id)] = [None]
-                handler = direct_get(f5_next_id.__class__)
-                if handler is None or depth >= limit:
-                    visit(f5_next_id, c, depth)
-                else:
-                    handler(f5_next_id, c, depth + 1)
-            f5_next_id = c
+            c = lookup(id(f5_next_id))
+            f5_next_id = c if c is not None and c[0] is not None else visit(f5_next_id, c, depth)
         if f6_log.__class__ not in _INLINE:
-            c = memo_get(id(f6_log))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f6_log)] = [None]
-                handler = direct_get(f6_log.__class__)
-                if handler is None or depth >= limit:
-                    visit(f6_log, c, depth)
-                else:
-                    handler(f6_log, c, depth + 1)
-            f6_log = c
-        here = len(records)
-        cycle = False
-        if f0_rng.__class__ is list:
-            if f0_rng[0] is False:
-                cycle = True
-            else:
-                f0_rng = [f0_rng[0] - here]
-        if f1_npcs.__class__ is list:
-            if f1_npcs[0] is False:
-                cycle = True
-            else:
-                f1_npcs = [f1_npcs[0] - here]
-        if f2_by_id.__class__ is list:
-            if f2_by_id[0] is False:
-                cycle = True
-            else:
-                f2_by_id = [f2_by_id[0] - here]
-        if f3_squads.__class__ is list:
-            if f3_squads[0] is False:
-                cycle = True
-            else:
-                f3_squads = [f3_squads[0] - here]
-        if f4_tick.__class__ is list:
-            if f4_tick[0] is False:
-                cycle = True
-            else:
-                f4_tick = [f4_tick[0] - here]
-        if f5_next_id.__class__ is list:
-            if f5_next_id[0] is False:
-                cycle = True
-            else:
-                f5_next_id = [f5_next_id[0] - here]
-        if f6_log.__class__ is list:
-            if f6_log[0] is False:
-                cycle = True
-            else:
-                f6_log = [f6_log[0] - here]
-        cell[0] = here
-        append([~t if cycle else t, f0_rng, f1_npcs, f2_by_id, f3_squads, f4_tick, f5_next_id, f6_log])
+            c = lookup(id(f6_log))
+            f6_log = c if c is not None and c[0] is not None else visit(f6_log, c, depth)
+        emit(cell, t, [f0_rng, f1_npcs, f2_by_id, f3_squads, f4_tick, f5_next_id, f6_log])
     return save
 
 
-def load_Level(plan, objs):
+def load_Level(fields, plain, objs):
     """(create, fill, create_from_record) for records of game.model.Level saved with this very
     layout; else None: reflection maps the record."""
-    if tuple(plan.fields) != _SLOTS_Level or plan.upgrades or plan.defaults:
+    if fields != _SLOTS_Level or not plain:
         return None
     cls, new = _Level, object.__new__
     if cls.__setattr__ is not object.__setattr__:
@@ -417,7 +251,7 @@ def load_Level(plan, objs):
         obj.log = f6_log if f6_log.__class__ is not list else objs[f6_log[0]]
         return obj
     return create, fill, create_from_record
-_register(_Level, '6c63419845c06561', save=save_Level, load=load_Level, module=__name__, engine=2)
+_register(_Level, '6c63419845c06561', save=save_Level, load=load_Level, module=__name__)
 
 
 # -- game.model.Mode ---------------------------------------------------------------------
@@ -428,13 +262,11 @@ _register(_Level, '6c63419845c06561', save=save_Level, load=load_Level, module=_
 _SLOTS_NPC = ('id', 'name', 'sprite', 'pos', 'health', 'brain', 'weapon', 'bag', 'squad', 'kills')
 
 
-def save_NPC(walker):
+def save_NPC(ctx):
     """game.model.NPC, version 1: 10 slots."""
-    t = walker.index_of((_NPC, _SLOTS_NPC), 'game.model.NPC', 1, _SLOTS_NPC)
-    records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
-    append = records.append
-    unset_slot = walker.fallback_for(_NPC)
+    t = ctx.type_index((_NPC, _SLOTS_NPC), 'game.model.NPC', 1, _SLOTS_NPC)
+    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    unset_slot = ctx.fallback(_NPC)
 
     def save(obj, cell, depth):
         try:
@@ -452,176 +284,43 @@ def save_NPC(walker):
             return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_id.__class__ is not int and f0_id.__class__ not in _INLINE:
-            c = memo_get(id(f0_id))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f0_id)] = [None]
-                handler = direct_get(f0_id.__class__)
-                if handler is None or depth >= limit:
-                    visit(f0_id, c, depth)
-                else:
-                    handler(f0_id, c, depth + 1)
-            f0_id = c
+            c = lookup(id(f0_id))
+            f0_id = c if c is not None and c[0] is not None else visit(f0_id, c, depth)
         if f1_name.__class__ is not str and f1_name.__class__ not in _INLINE:
-            c = memo_get(id(f1_name))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f1_name)] = [None]
-                handler = direct_get(f1_name.__class__)
-                if handler is None or depth >= limit:
-                    visit(f1_name, c, depth)
-                else:
-                    handler(f1_name, c, depth + 1)
-            f1_name = c
+            c = lookup(id(f1_name))
+            f1_name = c if c is not None and c[0] is not None else visit(f1_name, c, depth)
         if f2_sprite.__class__ not in _INLINE:
-            c = memo_get(id(f2_sprite))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f2_sprite)] = [None]
-                handler = direct_get(f2_sprite.__class__)
-                if handler is None or depth >= limit:
-                    visit(f2_sprite, c, depth)
-                else:
-                    handler(f2_sprite, c, depth + 1)
-            f2_sprite = c
+            c = lookup(id(f2_sprite))
+            f2_sprite = c if c is not None and c[0] is not None else visit(f2_sprite, c, depth)
         if f3_pos.__class__ not in _INLINE:
-            c = memo_get(id(f3_pos))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f3_pos)] = [None]
-                handler = direct_get(f3_pos.__class__)
-                if handler is None or depth >= limit:
-                    visit(f3_pos, c, depth)
-                else:
-                    handler(f3_pos, c, depth + 1)
-            f3_pos = c
+            c = lookup(id(f3_pos))
+            f3_pos = c if c is not None and c[0] is not None else visit(f3_pos, c, depth)
         if f4_health.__class__ not in _INLINE:
-            c = memo_get(id(f4_health))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f4_health)] = [None]
-                handler = direct_get(f4_health.__class__)
-                if handler is None or depth >= limit:
-                    visit(f4_health, c, depth)
-                else:
-                    handler(f4_health, c, depth + 1)
-            f4_health = c
+            c = lookup(id(f4_health))
+            f4_health = c if c is not None and c[0] is not None else visit(f4_health, c, depth)
         if f5_brain.__class__ not in _INLINE:
-            c = memo_get(id(f5_brain))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f5_brain)] = [None]
-                handler = direct_get(f5_brain.__class__)
-                if handler is None or depth >= limit:
-                    visit(f5_brain, c, depth)
-                else:
-                    handler(f5_brain, c, depth + 1)
-            f5_brain = c
+            c = lookup(id(f5_brain))
+            f5_brain = c if c is not None and c[0] is not None else visit(f5_brain, c, depth)
         if f6_weapon.__class__ not in _INLINE:
-            c = memo_get(id(f6_weapon))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f6_weapon)] = [None]
-                handler = direct_get(f6_weapon.__class__)
-                if handler is None or depth >= limit:
-                    visit(f6_weapon, c, depth)
-                else:
-                    handler(f6_weapon, c, depth + 1)
-            f6_weapon = c
+            c = lookup(id(f6_weapon))
+            f6_weapon = c if c is not None and c[0] is not None else visit(f6_weapon, c, depth)
         if f7_bag.__class__ not in _INLINE:
-            c = memo_get(id(f7_bag))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f7_bag)] = [None]
-                handler = direct_get(f7_bag.__class__)
-                if handler is None or depth >= limit:
-                    visit(f7_bag, c, depth)
-                else:
-                    handler(f7_bag, c, depth + 1)
-            f7_bag = c
+            c = lookup(id(f7_bag))
+            f7_bag = c if c is not None and c[0] is not None else visit(f7_bag, c, depth)
         if f8_squad.__class__ not in _INLINE:
-            c = memo_get(id(f8_squad))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f8_squad)] = [None]
-                handler = direct_get(f8_squad.__class__)
-                if handler is None or depth >= limit:
-                    visit(f8_squad, c, depth)
-                else:
-                    handler(f8_squad, c, depth + 1)
-            f8_squad = c
+            c = lookup(id(f8_squad))
+            f8_squad = c if c is not None and c[0] is not None else visit(f8_squad, c, depth)
         if f9_kills.__class__ is not int and f9_kills.__class__ not in _INLINE:
-            c = memo_get(id(f9_kills))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f9_kills)] = [None]
-                handler = direct_get(f9_kills.__class__)
-                if handler is None or depth >= limit:
-                    visit(f9_kills, c, depth)
-                else:
-                    handler(f9_kills, c, depth + 1)
-            f9_kills = c
-        here = len(records)
-        cycle = False
-        if f0_id.__class__ is list:
-            if f0_id[0] is False:
-                cycle = True
-            else:
-                f0_id = [f0_id[0] - here]
-        if f1_name.__class__ is list:
-            if f1_name[0] is False:
-                cycle = True
-            else:
-                f1_name = [f1_name[0] - here]
-        if f2_sprite.__class__ is list:
-            if f2_sprite[0] is False:
-                cycle = True
-            else:
-                f2_sprite = [f2_sprite[0] - here]
-        if f3_pos.__class__ is list:
-            if f3_pos[0] is False:
-                cycle = True
-            else:
-                f3_pos = [f3_pos[0] - here]
-        if f4_health.__class__ is list:
-            if f4_health[0] is False:
-                cycle = True
-            else:
-                f4_health = [f4_health[0] - here]
-        if f5_brain.__class__ is list:
-            if f5_brain[0] is False:
-                cycle = True
-            else:
-                f5_brain = [f5_brain[0] - here]
-        if f6_weapon.__class__ is list:
-            if f6_weapon[0] is False:
-                cycle = True
-            else:
-                f6_weapon = [f6_weapon[0] - here]
-        if f7_bag.__class__ is list:
-            if f7_bag[0] is False:
-                cycle = True
-            else:
-                f7_bag = [f7_bag[0] - here]
-        if f8_squad.__class__ is list:
-            if f8_squad[0] is False:
-                cycle = True
-            else:
-                f8_squad = [f8_squad[0] - here]
-        if f9_kills.__class__ is list:
-            if f9_kills[0] is False:
-                cycle = True
-            else:
-                f9_kills = [f9_kills[0] - here]
-        cell[0] = here
-        append([~t if cycle else t, f0_id, f1_name, f2_sprite, f3_pos, f4_health, f5_brain, f6_weapon, f7_bag, f8_squad, f9_kills])
+            c = lookup(id(f9_kills))
+            f9_kills = c if c is not None and c[0] is not None else visit(f9_kills, c, depth)
+        emit(cell, t, [f0_id, f1_name, f2_sprite, f3_pos, f4_health, f5_brain, f6_weapon, f7_bag, f8_squad, f9_kills])
     return save
 
 
-def load_NPC(plan, objs):
+def load_NPC(fields, plain, objs):
     """(create, fill, create_from_record) for records of game.model.NPC saved with this very
     layout; else None: reflection maps the record."""
-    if tuple(plan.fields) != _SLOTS_NPC or plan.upgrades or plan.defaults:
+    if fields != _SLOTS_NPC or not plain:
         return None
     cls, new = _NPC, object.__new__
     if cls.__setattr__ is not object.__setattr__:
@@ -650,20 +349,18 @@ def load_NPC(plan, objs):
         obj.kills = f9_kills if f9_kills.__class__ is not list else objs[f9_kills[0]]
         return obj
     return create, fill, create_from_record
-_register(_NPC, '843c80240cd33493', save=save_NPC, load=load_NPC, module=__name__, engine=2)
+_register(_NPC, '843c80240cd33493', save=save_NPC, load=load_NPC, module=__name__)
 
 
 # -- game.model.Position -----------------------------------------------------------------
 _SLOTS_Position = ('x', 'y')
 
 
-def save_Position(walker):
+def save_Position(ctx):
     """game.model.Position, version 1: 2 slots."""
-    t = walker.index_of((_Position, _SLOTS_Position), 'game.model.Position', 1, _SLOTS_Position)
-    records, memo, visit = walker.records, walker.memo, walker.visit
-    memo_get, direct_get, limit = memo.get, walker.direct.get, walker.limit
-    append = records.append
-    unset_slot = walker.fallback_for(_Position)
+    t = ctx.type_index((_Position, _SLOTS_Position), 'game.model.Position', 1, _SLOTS_Position)
+    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    unset_slot = ctx.fallback(_Position)
 
     def save(obj, cell, depth):
         try:
@@ -673,48 +370,19 @@ def save_Position(walker):
             return unset_slot(obj, cell, depth)
         cell[0] = False
         if f0_x.__class__ is not float and f0_x.__class__ not in _INLINE:
-            c = memo_get(id(f0_x))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f0_x)] = [None]
-                handler = direct_get(f0_x.__class__)
-                if handler is None or depth >= limit:
-                    visit(f0_x, c, depth)
-                else:
-                    handler(f0_x, c, depth + 1)
-            f0_x = c
+            c = lookup(id(f0_x))
+            f0_x = c if c is not None and c[0] is not None else visit(f0_x, c, depth)
         if f1_y.__class__ is not float and f1_y.__class__ not in _INLINE:
-            c = memo_get(id(f1_y))
-            if c is None or c[0] is None:      # write it first (visit, inlined)
-                if c is None:
-                    c = memo[id(f1_y)] = [None]
-                handler = direct_get(f1_y.__class__)
-                if handler is None or depth >= limit:
-                    visit(f1_y, c, depth)
-                else:
-                    handler(f1_y, c, depth + 1)
-            f1_y = c
-        here = len(records)
-        cycle = False
-        if f0_x.__class__ is list:
-            if f0_x[0] is False:
-                cycle = True
-            else:
-                f0_x = [f0_x[0] - here]
-        if f1_y.__class__ is list:
-            if f1_y[0] is False:
-                cycle = True
-            else:
-                f1_y = [f1_y[0] - here]
-        cell[0] = here
-        append([~t if cycle else t, f0_x, f1_y])
+            c = lookup(id(f1_y))
+            f1_y = c if c is not None and c[0] is not None else visit(f1_y, c, depth)
+        emit(cell, t, [f0_x, f1_y])
     return save
 
 
-def load_Position(plan, objs):
+def load_Position(fields, plain, objs):
     """(create, fill, create_from_record) for records of game.model.Position saved with this very
     layout; else None: reflection maps the record."""
-    if tuple(plan.fields) != _SLOTS_Position or plan.upgrades or plan.defaults:
+    if fields != _SLOTS_Position or not plain:
         return None
     cls, new = _Position, object.__new__
     if cls.__setattr__ is not object.__setattr__:
@@ -735,32 +403,34 @@ def load_Position(plan, objs):
         obj.y = f1_y if f1_y.__class__ is not list else objs[f1_y[0]]
         return obj
     return create, fill, create_from_record
-_register(_Position, '1241fb500b67d293', save=save_Position, load=load_Position, module=__name__, engine=2)
+_register(_Position, '1241fb500b67d293', save=save_Position, load=load_Position, module=__name__)
 
 
 # -- game.model.Sprite -------------------------------------------------------------------
 
-def save_Sprite(walker):
+def save_Sprite(ctx):
     """game.model.Sprite, version 1: fields in __dict__ order."""
-    ref, emit, index_of, shapes = walker.ref, walker.emitter(), walker.index_of, {}
+    lookup, visit, emit, type_index, shapes = ctx.lookup, ctx.visit, ctx.emit, ctx.type_index, {}
 
     def save(obj, cell, depth):
         d = obj.__dict__
         shape = tuple(d)
         t = shapes.get(shape)
         if t is None:
-            t = shapes[shape] = index_of((_Sprite, shape), 'game.model.Sprite', 1, shape)
+            t = shapes[shape] = type_index((_Sprite, shape), 'game.model.Sprite', 1, shape)
         cell[0] = False
-        emit(cell, t, [v if v.__class__ in _INLINE else ref(v, depth) for v in d.values()])
+        emit(cell, t, [v if v.__class__ in _INLINE else
+                       c if (c := lookup(id(v))) is not None and c[0] is not None else
+                       visit(v, c, depth) for v in d.values()])
     return save
 
 
-def load_Sprite(plan, objs):
+def load_Sprite(fields, plain, objs):
     """(create, fill, None) for records of game.model.Sprite: fields straight into
     __dict__."""
-    if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:
+    if not plain:
         return None
-    cls, new, fields = _Sprite, object.__new__, tuple(plan.fields)
+    cls, new = _Sprite, object.__new__
     n = len(fields) + 1
 
     def create(rec, vals):
@@ -773,32 +443,34 @@ def load_Sprite(plan, objs):
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
     return create, fill, None
-_register(_Sprite, '698b3e773ab319bb', save=save_Sprite, load=load_Sprite, module=__name__, engine=2)
+_register(_Sprite, '698b3e773ab319bb', save=save_Sprite, load=load_Sprite, module=__name__)
 
 
 # -- game.model.Squad --------------------------------------------------------------------
 
-def save_Squad(walker):
+def save_Squad(ctx):
     """game.model.Squad, version 1: fields in __dict__ order."""
-    ref, emit, index_of, shapes = walker.ref, walker.emitter(), walker.index_of, {}
+    lookup, visit, emit, type_index, shapes = ctx.lookup, ctx.visit, ctx.emit, ctx.type_index, {}
 
     def save(obj, cell, depth):
         d = obj.__dict__
         shape = tuple(d)
         t = shapes.get(shape)
         if t is None:
-            t = shapes[shape] = index_of((_Squad, shape), 'game.model.Squad', 1, shape)
+            t = shapes[shape] = type_index((_Squad, shape), 'game.model.Squad', 1, shape)
         cell[0] = False
-        emit(cell, t, [v if v.__class__ in _INLINE else ref(v, depth) for v in d.values()])
+        emit(cell, t, [v if v.__class__ in _INLINE else
+                       c if (c := lookup(id(v))) is not None and c[0] is not None else
+                       visit(v, c, depth) for v in d.values()])
     return save
 
 
-def load_Squad(plan, objs):
+def load_Squad(fields, plain, objs):
     """(create, fill, None) for records of game.model.Squad: fields straight into
     __dict__."""
-    if plan.upgrades or plan.defaults or len(plan.setters) != plan.nfields:
+    if not plain:
         return None
-    cls, new, fields = _Squad, object.__new__, tuple(plan.fields)
+    cls, new = _Squad, object.__new__
     n = len(fields) + 1
 
     def create(rec, vals):
@@ -811,4 +483,4 @@ def load_Squad(plan, objs):
     def fill(obj, vals):      # allocate() checked the record's length
         obj.__dict__.update(zip(fields, vals[1:]))
     return create, fill, None
-_register(_Squad, '21c897cad737ea1f', save=save_Squad, load=load_Squad, module=__name__, engine=2)
+_register(_Squad, '21c897cad737ea1f', save=save_Squad, load=load_Squad, module=__name__)

@@ -1,37 +1,40 @@
-"""Save through direct handlers: the engine generated code plugs into.
+"""The save engine: a root -> records (type table, records, root value), in one walk.
 
-``walk.Walker`` is iterative: a handler returns a record whose unwritten children are
-cells, the children wait on a stack, and the record is rewritten once they are done.
-``DirectWalker`` writes the very same records (same order, same offsets, same cycle
-marks) by recursion instead: a *direct handler* ``h(obj, cell)`` marks its object in
-progress, writes each child it meets at once, then emits its record with every offset
-already known. No second pass over the record, no stack traffic, no cell per child.
+``Saver`` writes each object's record through a *direct handler* ``h(obj, cell,
+depth)``: it marks its object in progress (``cell[0] = False``), writes each child it
+meets at once (``visit``), then emits its record with every reference known, through
+``autosave.format``'s ``emit``. Records therefore come in post-order, and a record
+refers to a later one only along a cycle.
 
-Direct handlers come from generated code (``autosave-codegen``, see ``generated.py``),
-from the generic ones below (lists, tuples, dicts), or wrap a reflective handler:
-that runs the reflective handler, then writes the children it pushed, in order,
-exactly as the iterative walk would.
+Direct handlers come from generated code (``autosave-codegen``, which talks to the
+engine only through ``SaveContext``, below), from the generic ones here (lists, tuples,
+dicts, slotted and ``__dict__`` classes), or wrap a reflective record maker of
+``walk.Walker`` (every other kind of class), writing the children it mentions in the
+order the maker gave them. Generated or not, the records are the same bytes: the suite
+saves every graph both ways.
 
 Recursion never changes the recursion limit (it is the process's, shared by all its
 threads). Each handler gets the nesting ``depth`` of its object; a thread recurses as
-far as the frames left under the limit allow (``limit`` levels), then the walk goes on
-in the next thread of a chain made once per walk, while the one before waits (the depth
-the limit bounds is per thread), and past MAX_THREADS of them the iterative walk of
-``Walker`` writes the rest: the same records in every case. A failure is a SaveError
-with the path of the object whose handler failed, as the iterative walk gives it: a save
-walks the graph once, whatever happens.
+far as the frames left under the limit allow (``levels``), then the walk goes on in the
+next thread of a chain made once per walk, while the one before waits (the depth the
+limit bounds is per thread), and past ``threads`` of them in the iterative loop of
+``walk.Walker.drain``: the same records in every case. A failure is a SaveError with
+the path of the object whose handler failed: a save walks the graph once, whatever
+happens.
 """
 
+import operator
 import sys
 import threading
 from itertools import chain
 
+from . import dispatch
 from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET
-from .generated import GENERATED
+from .generated import GENERATED, SAVE_ABI
 from .registry import REGISTRY
 from .paths import placed, placed_cause
-from .walk import PRIMITIVES, STOP, Walker, finished
+from .walk import PRIMITIVES, STOP, Walker
 
 FRAMES_PER_LEVEL = 4      # at most: visit, asset_or, a handler, its list comprehension (3.11)
 RESERVED_FRAMES = 60      # for what handlers call (__getstate__, __reduce__, adapters)
@@ -40,18 +43,50 @@ MAX_THREADS = 64          # then the iterative walk: about 20,000 levels by recu
 INLINE = PRIMITIVES       # written as themselves (wide ints too: format 3 has them inline)
 
 
-class DirectWalker(Walker):
-    def __init__(self):
+class SaveContext:
+    """What generated save code may use of the engine: these operations and nothing
+    else (``__slots__``: anything more is an AttributeError, never a silent skip).
+    Generated modules are stamped with the ABI they were written for
+    (``generated.SAVE_ABI``) and are refused, loudly, when it differs.
+
+    * ``type_index(key, name, version, fields)`` the type-table index of a layout
+    * ``lookup(id(obj))`` obj's cell if the walk has one: ``[None]`` mentioned, not
+      written; ``[False]`` in progress; ``[index]`` written
+    * ``visit(obj, cell, depth)`` write obj now (``cell``: what lookup gave); its cell
+    * ``emit(cell, t, parts)`` emit the record (parts: inline values and cells)
+    * ``fallback(cls)`` the reflective direct handler of cls (an unset slot, say)
+    """
+    __slots__ = OPERATIONS = ("type_index", "lookup", "visit", "emit", "fallback")
+    ABI = SAVE_ABI
+
+    def __init__(self, saver):
+        self.type_index = saver.index_of
+        self.lookup = saver.memo.get
+        self.visit = saver.visit
+        self.emit = saver.emit
+        self.fallback = saver.fallback_for
+
+
+class Saver(Walker):
+    """The one save engine. ``generated``: use generated handlers where the game has
+    them. ``levels`` and ``threads`` bound the recursion (tests shrink them to walk
+    small graphs through the thread chain and the iterative continuation)."""
+
+    def __init__(self, generated=True, levels=None, threads=None):
         super().__init__()
+        self.generated = generated
         self.direct = {}              # class -> direct handler
         self.workers = []             # the threads the walk goes on in, by level
         self.segment = {}             # thread ident -> its place in that chain
         # Nesting levels a thread may recurse into. The recursion limit is the
         # process's, shared by its threads: it is never changed. The depth it bounds is
         # per thread, so past ``limit`` levels the walk goes on in a new thread while
-        # this one waits; past MAX_THREADS of them, iteratively.
-        self.limit = max(0, sys.getrecursionlimit() - THREAD_FRAMES - RESERVED_FRAMES) // FRAMES_PER_LEVEL
+        # this one waits; past ``max_threads`` of them, iteratively.
+        self.limit = (max(0, sys.getrecursionlimit() - THREAD_FRAMES - RESERVED_FRAMES)
+                      // FRAMES_PER_LEVEL) if levels is None else levels
+        self.max_threads = MAX_THREADS if threads is None else threads
         self.visit, self.ref = self._make_visit()
+        self.context = None
 
     def _make_visit(self):
         memo, direct, memo_get, limit = self.memo, self.direct, self.memo.get, self.limit
@@ -96,7 +131,7 @@ class DirectWalker(Walker):
         lock), or iteratively past MAX_THREADS of them."""
         here = threading.get_ident()
         level = self.segment.get(here, 0) + 1
-        if level > MAX_THREADS:
+        if level > self.max_threads:
             self.stack += (STOP, obj)
             self.drain()
             return cell
@@ -114,11 +149,8 @@ class DirectWalker(Walker):
             # those the caller's frames take.
             used = _frames_in_use() - THREAD_FRAMES
             root_value = self.visit(root, None, max(0, used // FRAMES_PER_LEVEL + 1))
-        records = self.records
         self.write_weak_entries()
-        if root_value.__class__ is list:
-            root_value = [root_value[0] - len(records)]
-        return self.types, records, root_value
+        return self.types, self.records, self.root_reference(root_value)
 
     # -- handlers ------------------------------------------------------------------------
 
@@ -131,58 +163,77 @@ class DirectWalker(Walker):
         return self.object_handler_for(cls)
 
     def object_handler_for(self, cls):
-        factory = GENERATED.save_factory(cls)
+        factory = GENERATED.save_factory(cls) if self.generated else None
         if factory is not None:
-            # The reflective handler is made first, only for its checks (trust, C
+            # The reflective maker is made first, only for its checks (trust, C
             # layouts) and its type-table entry, so both paths agree on those.
             self.plain_handler_for(cls)
-            return factory(self)
-        # Items are taken before any child is written, as the reflective walk takes
-        # them: a child's __reduce__ that changes the container cannot make the two
-        # engines disagree (or fail mid-iteration in one of them).
+            if self.context is None:
+                self.context = SaveContext(self)
+            return factory(self.context)
+        # Items are taken before any child is written, as the reflective maker takes
+        # them: a child's __reduce__ that changes the container cannot make the
+        # handlers disagree (or fail mid-iteration).
         if cls is tuple:
-            return self.direct_items(cls, iter)
+            return self.items_handler(self.index_of(ADAPTERS_BY_TYPE[cls]), iter)
         if cls is list:
-            return self.direct_items(cls, list.copy)
+            return self.items_handler(self.index_of(ADAPTERS_BY_TYPE[cls]), list.copy)
         if cls is dict:
-            return self.direct_items(cls, _flat_dict)
-        return self.wrap(self.plain_handler_for(cls))
+            return self.items_handler(self.index_of(ADAPTERS_BY_TYPE[cls]), _flat_dict)
+        reflective = self.plain_handler_for(cls)
+        kind, schema = dispatch.kind_of(cls)
+        if kind == "slots" and schema.saved_slots:
+            return self.slots_direct(cls, schema)
+        if kind == "dict":
+            return self.dict_direct(cls, schema)
+        return self.wrap(reflective)
 
-    def emitter(self):
-        """emit(cell, t, parts): append the record of parts (values, or cells of
-        written or in-progress objects) with offsets from its own index."""
-        records = self.records
-        append = records.append
-
-        def emit(cell, t, parts):
-            here = len(records)
-            cycle = None
-            rec = [c if c.__class__ is not list else
-                   [c[0] - here] if c[0] is not False else (cycle := c) for c in parts]
-            rec.insert(0, t if cycle is None else ~t)
-            cell[0] = here
-            append(rec)
-        return emit
-
-    def direct_items(self, cls, items):
-        """Lists, tuples, dicts: the hottest handler, so emit() is inlined."""
-        t = self.index_of(ADAPTERS_BY_TYPE[cls])
-        memo_get, visit, records = self.memo.get, self.visit, self.records
-        append = records.append
+    def items_handler(self, t, items):
+        """A direct handler writing ``items(obj)`` as the parts of a type-``t`` record:
+        lists, tuples and dicts, the hottest handlers."""
+        memo_get, visit, emit = self.memo.get, self.visit, self.emit
 
         def save_items(obj, cell, depth):
             cell[0] = False
-            parts = [v if v.__class__ in INLINE else
-                     c if (c := memo_get(id(v))) is not None and c[0] is not None else
-                     visit(v, c, depth) for v in items(obj)]
-            here = len(records)
-            cycle = None
-            rec = [c if c.__class__ is not list else
-                   [c[0] - here] if c[0] is not False else (cycle := c) for c in parts]
-            rec.insert(0, t if cycle is None else ~t)
-            cell[0] = here
-            append(rec)
+            emit(cell, t, [v if v.__class__ in INLINE else
+                           c if (c := memo_get(id(v))) is not None and c[0] is not None else
+                           visit(v, c, depth) for v in items(obj)])
         return save_items
+
+    def slots_direct(self, cls, schema):
+        slots = schema.saved_slots
+        t = self.index_of((cls, slots), schema.name, schema.version, slots)
+        get = operator.attrgetter(*slots)
+        items = get if len(slots) > 1 else lambda obj: (get(obj),)
+        memo_get, visit, emit = self.memo.get, self.visit, self.emit
+        unset_slot = self.wrap(self.save_instance)
+
+        def save_slotted(obj, cell, depth):
+            try:
+                values = items(obj)
+            except AttributeError:        # an unset slot: the general maker writes it
+                return unset_slot(obj, cell, depth)
+            cell[0] = False
+            emit(cell, t, [v if v.__class__ in INLINE else
+                           c if (c := memo_get(id(v))) is not None and c[0] is not None else
+                           visit(v, c, depth) for v in values])
+        return save_slotted
+
+    def dict_direct(self, cls, schema):
+        memo_get, visit, emit, index_of = self.memo.get, self.visit, self.emit, self.index_of
+        shapes = {}
+
+        def save_dict(obj, cell, depth):
+            d = obj.__dict__
+            shape = tuple(d)
+            t = shapes.get(shape)
+            if t is None:
+                t = shapes[shape] = index_of((cls, shape), schema.name, schema.version, shape)
+            cell[0] = False
+            emit(cell, t, [v if v.__class__ in INLINE else
+                           c if (c := memo_get(id(v))) is not None and c[0] is not None else
+                           visit(v, c, depth) for v in d.values()])
+        return save_dict
 
     def asset_or(self, make):
         """A direct handler for a class with registered assets: the asset record for
@@ -206,10 +257,9 @@ class DirectWalker(Walker):
         return save_asset_or_object
 
     def wrap(self, reflective):
-        """A direct handler from a reflective one: the children it pushes are written
-        right away, in the order the iterative walk would visit them."""
-        stack, memo, records, visit = self.stack, self.memo, self.records, self.visit
-        closes_cycle = self.closes_cycle
+        """A direct handler from a reflective record maker: the children it mentions are
+        written right away, in the order the iterative loop would visit them."""
+        stack, memo, visit, emit_record = self.stack, self.memo, self.visit, self.emit_record
 
         def save_reflectively(obj, cell, depth):
             cell[0] = False
@@ -218,22 +268,14 @@ class DirectWalker(Walker):
                 rec = reflective(obj)
             except Exception as e:               # generated code may call us directly
                 raise placed(self, obj, e) from placed_cause(e)
-            closes = closes_cycle[0]
-            if closes:
-                closes_cycle[0] = False
             if len(stack) > base:
                 children = stack[base:]
                 del stack[base:]
-                built_at = len(records)
                 for child in children:
                     child_cell = memo[id(child)]
                     if child_cell[0] is None:
                         visit(child, child_cell, depth)
-                rec = finished(rec, built_at, len(records))
-            if closes:
-                rec[0] = ~rec[0]
-            cell[0] = len(records)
-            records.append(rec)
+            emit_record(cell, rec)
         return save_reflectively
 
     def fallback_for(self, cls):
