@@ -2,6 +2,7 @@
 
     python benchmarks/compare.py                  # all graphs, median of 7 runs, about a minute
     python benchmarks/compare.py --runs 3 level-15k
+    python benchmarks/compare.py --compiled       # add generated code compiled with Cython
 
 For each graph in graphs.py: build it, check that autosave (reflective and generated
 code, which must write the same bytes) and pickle all give back the same graph (so
@@ -24,23 +25,36 @@ same process in the same run (above 1: autosave is slower or bigger):
    made, as the next young-generation collection of a program would.
 
 "reflective" is autosave with AUTOSAVE_CODEGEN=0; "generated" uses the code
-autosave-codegen wrote for examples/game and benchmarks/worldsim.
+autosave-codegen wrote for examples/game and benchmarks/worldsim. With --compiled, the
+generated module of each graph's package is also built with Cython (as
+``autosave-codegen --compile`` does) into a temporary copy of the package, never into
+the checkout, and a subprocess with that copy first on sys.path measures "compiled"
+next to its own pickle runs; it checks that the module it loaded is the extension. If
+the build fails (no C compiler, say), the reason is printed and the column left out.
 Everything runs on a big-stack thread because pickle recurses once per level of nesting.
 """
 
 import argparse
 import gc
+import importlib.machinery
+import json
 import os
 import pickle
 import platform
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 import autosave
-from graphs import GRAPHS, allow_deep_recursion, count_objects, deep_call, same_graph
+from autosave.generated import MODULE
+from graphs import EXAMPLES, GRAPHS, allow_deep_recursion, count_objects, deep_call, same_graph
 
+BENCHMARKS = Path(__file__).resolve().parent
 MB = 1024 * 1024
 
 
@@ -232,14 +246,125 @@ def measure(name, runs):
     results = measure_sides(sides(root, a_bytes, p_bytes,
                                   {"reflective": "0", "generated": "1"}), runs)
     return {
-        "graph": name, "objects": count_objects(root),
-        "a_bytes": len(a_bytes), "p_bytes": len(p_bytes), "sides": results,
+        "graph": name, "objects": count_objects(root), "package": generated_package(root),
+        "a_bytes": len(a_bytes), "p_bytes": len(p_bytes), "sides": results, "notes": [],
     }
+
+
+def generated_package(root):
+    """(name, directory) of the package of ``root``'s class if it has generated code."""
+    top = type(root).__module__.partition(".")[0]
+    paths = getattr(sys.modules[top], "__path__", [])
+    if paths and (Path(paths[0]) / f"{MODULE}.py").exists():
+        return top, paths[0]
+    return None
+
+
+# -- generated code compiled with Cython ------------------------------------------------------
+
+
+class CompiledPackages:
+    """Temporary copies of packages with their generated module compiled next to it.
+
+    Never in the checkout: a compiled module there would shadow the generated source
+    for every later run, test and diff. One build per package, kept for the whole run.
+    """
+
+    def __init__(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="autosave-compiled-"))
+        self.built = {}     # package -> None (built) or why it could not be
+
+    def build(self, package, source_dir):
+        """None if ``package`` now has a compiled copy here, else the reason why not."""
+        if package not in self.built:
+            self.built[package] = self._build(package, Path(source_dir))
+        return self.built[package]
+
+    def _build(self, package, source_dir):
+        copy = self.dir / package
+        shutil.copytree(source_dir, copy, ignore=shutil.ignore_patterns(
+            "__pycache__", *(f"*{s}" for s in importlib.machinery.EXTENSION_SUFFIXES)))
+        print(f"{package}: compiling {MODULE}.py with Cython...", file=sys.stderr, flush=True)
+        try:
+            from autosave_codegen.cli import compile_module
+            built = compile_module(copy / f"{MODULE}.py")
+        except BaseException as e:   # noqa: BLE001  (CodegenError, CompileError, exit of a build)
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            return f"compiling {package} failed: {type(e).__name__}: {shortened(str(e))}"
+        return None if built else f"compiling {package} produced no extension module"
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def shortened(message, limit=240):
+    """A compiler's message can hold its whole command line: its start and its end."""
+    message = " ".join(message.split())
+    return message if len(message) <= limit else f"{message[:limit - 90]} ... {message[-80:]}"
+
+
+# A fresh interpreter with the compiled copies first on sys.path, then the folders that
+# graphs.py would otherwise put first (so it does not) and this one's, for compare.
+WORKER = """\
+import json, sys
+args = json.loads(sys.argv[1])
+sys.path[:0] = [args["packages"], args["examples"], args["benchmarks"]]
+import compare
+print(json.dumps(compare.compiled_worker(args["graph"], args["runs"], args["packages"])))
+"""
+
+
+def measure_compiled(compiled, row, runs):
+    """Add the "compiled" side to ``row``, measured in a subprocess, or a note why not."""
+    package, source_dir = row["package"]
+    why = compiled.build(package, source_dir)
+    if why is None:
+        args = {"packages": str(compiled.dir), "examples": str(EXAMPLES),
+                "benchmarks": str(BENCHMARKS), "graph": row["graph"], "runs": runs}
+        done = subprocess.run([sys.executable, "-c", WORKER, json.dumps(args)],
+                              cwd=compiled.dir, stdout=subprocess.PIPE, text=True)
+        if done.returncode:
+            why = f"the compiled run of {row['graph']} failed (exit {done.returncode}, see above)"
+        else:
+            out = json.loads(done.stdout.strip().splitlines()[-1])
+            row["sides"]["compiled"] = dict(out["compiled"], vs=out["pickle"])
+            base = out["pickle"]
+            row["notes"].append(f"{row['graph']}: compiled = {out['module']}; its ratios are "
+                                f"against pickle in that process: save {base['save']:.1f} ms, "
+                                f"load {base['load']:.1f} ms, save+gc {base['save_gc']:.1f} ms, "
+                                f"load+gc {base['load_gc']:.1f} ms")
+            return
+    print(f"{row['graph']}: no compiled column: {why}", file=sys.stderr, flush=True)
+    row["notes"].append(f"{row['graph']}: no compiled column: {why}")
+
+
+def compiled_worker(name, runs, packages_dir):
+    """The compiled side of graph ``name`` and the pickle side beside it, in this process,
+    whose sys.path starts with ``packages_dir`` (see WORKER)."""
+    allow_deep_recursion()
+    return deep_call(_compiled_worker, name, runs, Path(packages_dir))
+
+
+def _compiled_worker(name, runs, packages_dir):
+    root = GRAPHS[name]()
+    a_bytes, p_bytes = checked_bytes(name, root)     # imports the generated module
+    package, _ = generated_package(root)
+    module = sys.modules.get(f"{package}.{MODULE}")
+    where = Path(getattr(module, "__file__", "") or "")
+    if packages_dir not in where.parents or not where.name.endswith(
+            tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+        raise AssertionError(f"{name}: the generated module in use is {where}, "
+                             f"not an extension module under {packages_dir}")
+    results = measure_sides(sides(root, a_bytes, p_bytes, {"compiled": "1"}), runs)
+    del results["compiled"]["vs"]
+    return {"pickle": results["pickle"], "compiled": results["compiled"],
+            "module": f"{package}/{where.name}"}
 
 
 # -- tables -----------------------------------------------------------------------------------
 
-SIDES = ("reflective", "generated")
+SIDES = ("reflective", "generated", "compiled")
 
 
 def side_columns(rows, metric, label, fmt):
@@ -332,6 +457,11 @@ def report(rows, runs):
     print(garbage_table(rows))
     print("\nCall + gc.collect() timed together (older objects frozen), median ms:\n")
     print(collected_table(rows))
+    notes = [note for r in rows for note in r["notes"]]
+    if notes:
+        print()
+        for note in notes:
+            print(f"* {note}")
 
 
 def main(argv=None):
@@ -339,6 +469,9 @@ def main(argv=None):
     parser.add_argument("graphs", nargs="*", metavar="GRAPH",
                         help=f"graphs to run (default: all of {', '.join(GRAPHS)})")
     parser.add_argument("--runs", type=int, default=7, help="timed runs per operation (default 7)")
+    parser.add_argument("--compiled", action="store_true",
+                        help="also time generated code compiled with Cython, for the graphs "
+                             "whose package has generated code")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.graphs) - set(GRAPHS))
     if unknown:
@@ -347,11 +480,19 @@ def main(argv=None):
         parser.error("--runs must be at least 1")
     allow_deep_recursion()
     started = time.perf_counter()
+    compiled = CompiledPackages() if args.compiled else None
     rows = []
-    for name in args.graphs or GRAPHS:
-        print(f"{name}: building, checking round trips, measuring...", file=sys.stderr,
-              flush=True)
-        rows.append(deep_call(measure, name, args.runs))
+    try:
+        for name in args.graphs or GRAPHS:
+            print(f"{name}: building, checking round trips, measuring...", file=sys.stderr,
+                  flush=True)
+            row = deep_call(measure, name, args.runs)
+            if compiled and row["package"]:
+                measure_compiled(compiled, row, args.runs)
+            rows.append(row)
+    finally:
+        if compiled:
+            compiled.close()
     report(rows, args.runs)
     print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
