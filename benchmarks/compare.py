@@ -24,6 +24,9 @@ same process in the same run (above 1: autosave is slower or bigger):
    the call is frozen first (gc.freeze): the collection then walks only what the call
    made, as the next young-generation collection of a program would.
 
+Under the tables: the time ``import autosave`` takes in a fresh interpreter, next to
+``import pickle`` (best of 5, bytecode cached in a temporary PYTHONPYCACHEPREFIX).
+
 "reflective" is autosave with AUTOSAVE_CODEGEN=0; "generated" uses the code
 autosave-codegen wrote for examples/game and benchmarks/worldsim. With --compiled, the
 generated module of each graph's package is also built with Cython (as
@@ -362,6 +365,33 @@ def _compiled_worker(name, runs, packages_dir):
             "module": f"{package}/{where.name}"}
 
 
+# -- import time ------------------------------------------------------------------------------
+
+
+def import_ms(modules, tries=5):
+    """{module: best time in ms of importing it in a fresh interpreter}.
+
+    PYTHONDONTWRITEBYTECODE may be set, which would make every import compile from
+    source: bytecode goes to a temporary PYTHONPYCACHEPREFIX, written by one uncounted
+    warm-up import. Only the import is timed, not the interpreter's start. The
+    modules take turns, so a busy machine slows them alike.
+    """
+    best = {}
+    with tempfile.TemporaryDirectory(prefix="autosave-pycache-") as cache:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = cache
+        for i in range(tries + 1):
+            for module in modules:
+                code = (f"import time; t = time.perf_counter(); import {module}; "
+                        f"print(time.perf_counter() - t)")
+                done = subprocess.run([sys.executable, "-c", code], env=env, cwd=cache,
+                                      capture_output=True, text=True, check=True)
+                if i:
+                    best[module] = min(best.get(module, float("inf")),
+                                       float(done.stdout) * 1000)
+    return best
+
+
 # -- tables -----------------------------------------------------------------------------------
 
 SIDES = ("reflective", "generated", "compiled")
@@ -444,7 +474,7 @@ def collected_table(rows):
                    side_columns(rows, "load_gc", "load+gc ms", ms)])
 
 
-def report(rows, runs):
+def report(rows, runs, imports):
     print(f"autosave {autosave.__version__}, Python {platform.python_version()}, "
           f"{platform.machine()} x{os.cpu_count()}, median of {runs} runs, gc off "
           f"while timing; ratio = autosave / pickle protocol 5 measured alongside\n")
@@ -458,6 +488,9 @@ def report(rows, runs):
     print("\nCall + gc.collect() timed together (older objects frozen), median ms:\n")
     print(collected_table(rows))
     notes = [note for r in rows for note in r["notes"]]
+    if imports:
+        notes.append(f"import time in a fresh interpreter, best of 5, bytecode cached: "
+                     f"autosave {imports['autosave']:.1f} ms, pickle {imports['pickle']:.1f} ms")
     if notes:
         print()
         for note in notes:
@@ -472,6 +505,8 @@ def main(argv=None):
     parser.add_argument("--compiled", action="store_true",
                         help="also time generated code compiled with Cython, for the graphs "
                              "whose package has generated code")
+    parser.add_argument("--no-import-time", dest="import_time", action="store_false",
+                        help="skip timing `import autosave` in fresh interpreters")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.graphs) - set(GRAPHS))
     if unknown:
@@ -493,7 +528,8 @@ def main(argv=None):
     finally:
         if compiled:
             compiled.close()
-    report(rows, args.runs)
+    imports = import_ms(["autosave", "pickle"]) if args.import_time else None
+    report(rows, args.runs, imports)
     print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
 
