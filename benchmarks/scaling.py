@@ -8,8 +8,10 @@ The world graph of graphs.py (benchmarks/worldsim: a tile grid, units and items,
 references and cycles in every direction; world-100k of compare.py) is built at each
 size, its round trips are checked as compare.py checks them (nothing broken is timed),
 then save (dumps) and load (loads) are timed as compare.py's first table times them:
-a warm-up round, the median of --runs runs, gc off while timing, autosave and pickle
-runs alternating. "reflective" is AUTOSAVE_CODEGEN=0, "generated" the code
+a warm-up round, the median of several runs, gc off while timing, autosave and pickle
+runs alternating. --runs runs at 100k objects and above; a smaller graph gets as many
+more as fit the same time (10x at 10k, at most 30): a call of a few milliseconds is
+at the mercy of a busy machine, and the growth factors divide by those times. "reflective" is AUTOSAVE_CODEGEN=0, "generated" the code
 autosave-codegen wrote for benchmarks/worldsim.
 
 Per-object cost is that median over the objects counted in the graph (instances and
@@ -36,15 +38,23 @@ from graphs import allow_deep_recursion, count_objects, deep_call, world_graph
 
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 SIDES = ("pickle", "reflective", "generated")
+FULL_SIZE = 100_000         # --runs runs from this size up
+MAX_RUNS = 30
+
+
+def runs_at(size, runs):
+    """Runs for a graph of ``size`` objects: about the time of ``runs`` at FULL_SIZE."""
+    return max(runs, min(MAX_RUNS, round(runs * FULL_SIZE / size)))
 
 
 def measure(size, runs):
-    """{"size", "objects", "bytes", side: {"save": µs per object, "load": ...}}."""
+    """{"size", "objects", "runs", "bytes", side: {"save": µs per object, "load": ...}}."""
     root = world_graph(size)
     objects = count_objects(root)
     a_bytes, p_bytes = checked_bytes(f"world-{size}", root)
     side_list = sides(root, a_bytes, p_bytes, {"reflective": "0", "generated": "1"})
-    row = {"size": size, "objects": objects, "bytes": (len(a_bytes), len(p_bytes))}
+    runs = runs_at(size, runs)
+    row = {"size": size, "objects": objects, "runs": runs, "bytes": (len(a_bytes), len(p_bytes))}
     row.update({side.name: {} for side in side_list})
     for op in ("save", "load"):
         calls = [(*getattr(side, op), side.codegen) for side in side_list]
@@ -54,14 +64,14 @@ def measure(size, runs):
 
 
 def table(rows):
-    head = ["size", "objects"]
+    head = ["size", "objects", "runs"]
     for op in ("save", "load"):
         head += [f"pickle {op} µs/obj"] + [h for s in SIDES[1:] for h in (f"{s} {op} µs/obj", "ratio")]
     head += ["autosave bytes/obj", "pickle bytes/obj"]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for r in rows:
-        cells = [f"{r['size']:,}", f"{r['objects']:,}"]
+        cells = [f"{r['size']:,}", f"{r['objects']:,}", str(r["runs"])]
         for op in ("save", "load"):
             base = r["pickle"][op]
             cells.append(f"{base:.2f}")
@@ -99,7 +109,9 @@ def main(argv=None):
     parser.add_argument("--sizes", type=sizes_arg, default=list(DEFAULT_SIZES),
                         help="objects in the world graph, comma-separated "
                              "(default: 10000,100000,1000000)")
-    parser.add_argument("--runs", type=int, default=3, help="timed runs per operation (default 3)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="timed runs per operation from 100k objects up, more below "
+                             "(default 3)")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -112,7 +124,7 @@ def main(argv=None):
         rows.append(deep_call(measure, size, args.runs))
         gc.collect()                 # the graph and its copies go before the next is built
     print(f"autosave {autosave.__version__}, Python {platform.python_version()}, "
-          f"{platform.machine()} x{os.cpu_count()}, world graph, median of {args.runs} runs, "
+          f"{platform.machine()} x{os.cpu_count()}, world graph, median of the runs shown, "
           f"gc off while timing; ratio = autosave / pickle protocol 5 at the same size\n")
     print(table(rows))
     if len(rows) > 1:
