@@ -1,8 +1,8 @@
 """autosave next to pickle (protocol 5), as Markdown tables.
 
-    python benchmarks/compare.py                  # all graphs, median of 7 runs, about a minute
+    python benchmarks/compare.py                  # all graphs, median of 7 runs, about 2 minutes
     python benchmarks/compare.py --runs 3 level-15k
-    python benchmarks/compare.py --compiled       # add generated code compiled with Cython
+    python benchmarks/compare.py --compiled       # plus Cython-compiled generated code (+30 s)
 
 For each graph in graphs.py: build it, check that autosave (reflective and generated
 code, which must write the same bytes) and pickle all give back the same graph (so

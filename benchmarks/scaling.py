@@ -1,6 +1,6 @@
 """Per-object cost of save and load as the world graph grows, autosave next to pickle.
 
-    python benchmarks/scaling.py                           # 10k, 100k, 1M objects: minutes, ~3 GB
+    python benchmarks/scaling.py                           # 10k, 100k, 1M: ~5 min, 1.2 GB peak
     python benchmarks/scaling.py --sizes 10000,100000      # a quick look
     python benchmarks/scaling.py --sizes 1000000 --runs 5
 
