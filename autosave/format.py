@@ -5,6 +5,11 @@ import struct
 import msgpack
 import xxhash
 
+try:
+    import msgspec
+except ImportError:                # the fast extra is not installed
+    msgspec = None
+
 from .errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
@@ -83,7 +88,21 @@ def encode(types, records, root_value):
 
 
 def pack(value):
-    """The msgpack bytes of a body or any part of one: the one place values are encoded."""
+    """The msgpack bytes of a body or any part of one: the one place values are encoded.
+
+    msgspec writes them when it is installed (the ``fast`` extra), msgpack otherwise and
+    for the bodies msgspec will not write (one holding a str with a lone surrogate or an
+    int beyond 64 bits): both write the same bytes, which the tests check."""
+    if _fast_encode is not None:
+        try:
+            return _fast_encode(value)
+        except (UnicodeEncodeError, OverflowError):
+            pass    # a str with a lone surrogate, an int beyond 64 bits: msgpack writes them
+    return msgpack_pack(value)
+
+
+def msgpack_pack(value):
+    """pack() by msgpack alone: the reference encoding, and the one used without msgspec."""
     return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogatepass",
                          default=_msgpack_default)
 
@@ -101,6 +120,21 @@ def _msgpack_default(value):
         raise TypeError(f"a record holds a {type(value).__name__}")
     return msgpack.ExtType(WIDE_INT, value.to_bytes((value.bit_length() + 8) // 8,
                                                     "little", signed=True))
+
+
+def _msgspec_hook(value):
+    """msgspec's hook for what it cannot write itself: of what records hold, only the
+    unset-slot marker (it raises OverflowError for a wide int, without asking)."""
+    if value is ABSENT:
+        return _ABSENT_MSGSPEC_EXT
+    raise TypeError(f"a record holds a {type(value).__name__}")
+
+
+if msgspec is not None:
+    _ABSENT_MSGSPEC_EXT = msgspec.msgpack.Ext(0, b"")
+    _fast_encode = msgspec.msgpack.Encoder(enc_hook=_msgspec_hook).encode
+else:
+    _fast_encode = None
 
 
 def _reject_map(pairs):
