@@ -130,7 +130,7 @@ def _msgspec_hook(value):
     raise TypeError(f"a record holds a {type(value).__name__}")
 
 
-if msgspec is not None:
+if msgspec is not None:           # one encoder for every thread: msgspec's are thread-safe
     _ABSENT_MSGSPEC_EXT = msgspec.msgpack.Ext(0, b"")
     _fast_encode = msgspec.msgpack.Encoder(enc_hook=_msgspec_hook).encode
 else:

@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import threading
 import types
 
 import msgpack
@@ -219,6 +220,31 @@ def test_the_unset_slot_marker_is_one_object_that_no_encoder_takes_for_an_array(
     # The decoder hands back the very marker, so `is ABSENT` holds on a load.
     *_, root, unset, _ = decode(frame(pack([[], [], ABSENT])))
     assert root is ABSENT and unset == 1
+
+
+def test_threads_sharing_the_encoder_each_get_their_own_bytes():
+    # The hook runs Python code in the middle of an encoding, where another thread may
+    # take over and encode with the same encoder.
+    bodies_ = [[i, [ABSENT, "t" * i] * 200, float(i)] for i in range(8)]
+    expected = [msgpack_pack(b) for b in bodies_]
+    wrong = []
+
+    def work(i):
+        for _ in range(300):
+            if pack(bodies_[i]) != expected[i]:
+                wrong.append(i)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not wrong
 
 
 # -- what a body never holds ----------------------------------------------------------------
