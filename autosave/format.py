@@ -5,6 +5,11 @@ import struct
 import msgpack
 import xxhash
 
+try:
+    import msgspec
+except ImportError:                # the fast extra is not installed
+    msgspec = None
+
 from .errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
@@ -83,29 +88,73 @@ def encode(types, records, root_value):
 
 
 def pack(value):
-    """The msgpack bytes of a body or any part of one: the one place values are encoded."""
+    """The msgpack bytes of a body or any part of one: the one place values are encoded.
+
+    msgspec writes them when it is installed (the ``fast`` extra), msgpack otherwise and
+    for the bodies msgspec will not write (one holding a str with a lone surrogate or an
+    int beyond 64 bits): both write the same bytes, which the tests check."""
+    if _fast_encode is not None:
+        try:
+            return _fast_encode(value)
+        except (UnicodeEncodeError, OverflowError):
+            pass    # a str with a lone surrogate, an int beyond 64 bits: msgpack writes them
+    return msgpack_pack(value)
+
+
+def msgpack_pack(value):
+    """pack() by msgpack alone: the reference encoding, and the one used without msgspec."""
     return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogatepass",
-                         default=_wide_int)
+                         default=_msgpack_default)
 
 
 INT_MIN, INT_END = -(1 << 63), 1 << 64     # what msgpack writes as an int
 
 
-def _wide_int(value):
-    """msgpack's hook for what it cannot write itself: of what records hold, only an int
-    beyond 64 bits, written inline as extension 1 (so a walk never has to be redone
-    to box it)."""
+def _msgpack_default(value):
+    """msgpack's hook for what it cannot write itself: of what records hold, the unset-slot
+    marker and an int beyond 64 bits, written inline as extension 1 (so a walk never has
+    to be redone to box it)."""
+    if value is ABSENT:
+        return _ABSENT_EXT
     if value.__class__ is not int:
         raise TypeError(f"a record holds a {type(value).__name__}")
     return msgpack.ExtType(WIDE_INT, value.to_bytes((value.bit_length() + 8) // 8,
                                                     "little", signed=True))
 
 
+def _msgspec_hook(value):
+    """msgspec's hook for what it cannot write itself: of what records hold, only the
+    unset-slot marker (it raises OverflowError for a wide int, without asking)."""
+    if value is ABSENT:
+        return _ABSENT_MSGSPEC_EXT
+    raise TypeError(f"a record holds a {type(value).__name__}")
+
+
+if msgspec is not None:           # one encoder for every thread: msgspec's are thread-safe
+    _ABSENT_MSGSPEC_EXT = msgspec.msgpack.Ext(0, b"")
+    _fast_encode = msgspec.msgpack.Encoder(enc_hook=_msgspec_hook).encode
+else:
+    _fast_encode = None
+
+
 def _reject_map(pairs):
     raise FormatError("the save body holds a msgpack map; autosave files never do")
 
 
-ABSENT = msgpack.ExtType(0, b"")   # an unset slot
+class _Absent:
+    """The type of ABSENT, the unset-slot marker: one instance, written as ext 0, empty.
+    Not a tuple (as msgpack's ExtType is), which an encoder would write as an array."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "autosave.format.ABSENT"
+
+    def __reduce__(self):            # pickle and copy give back the one marker
+        return "ABSENT"
+
+
+ABSENT = _Absent()                 # an unset slot
+_ABSENT_EXT = msgpack.ExtType(0, b"")
 # The exact types a value position holds as themselves; anything else is a record.
 INLINE_TYPES = frozenset((type(None), bool, int, float, str, bytes))
 WIDE_INT = 1                       # extension code of an int beyond 64 bits
@@ -190,7 +239,7 @@ def to_jsonable(data):
             return {"bytes": v.hex()}
         if type(v) is float and (v != v or v in (float("inf"), float("-inf"))):
             return {"float": repr(v)}
-        if isinstance(v, msgpack.ExtType):
+        if v is ABSENT:
             return {"unset": True}
         return v
 

@@ -1,11 +1,15 @@
-"""Every save in the suite is a differential test of the save engine against itself.
+"""Every save in the suite is a differential test of the save engine against itself,
+and of the two encoders.
 
 ``autosave.dumps`` writes through ``saver.Saver``: recursively, with the game's
 generated handlers when it has them. Here every save in every test is made a second
 time, reflectively (no generated code) and with the recursion cut to a few levels, so
 the thread chain and the iterative continuation write most of the graph; both must give
 the same bytes, and where a graph cannot be saved, the same error with the same object
-path. Any difference fails the test that made the save.
+path. Any difference fails the test that made the save. The first save's records are
+encoded as a save encodes them (by msgspec where it is installed), the second's by
+msgpack alone (format.msgpack_pack), so the two encoders are also compared on every
+save (tests/test_encoding.py has the adversarial cases).
 """
 
 import os
@@ -14,7 +18,7 @@ import pytest
 from hypothesis import settings
 
 import autosave.files
-from autosave.format import encode
+from autosave.format import encode, frame, msgpack_pack
 from autosave.saver import Saver
 
 MISMATCHES = []
@@ -29,8 +33,8 @@ settings.load_profile("fuzz" if os.environ.get("AUTOSAVE_FUZZ_EXAMPLES") else "s
 
 def reflective_bytes(root):
     """The bytes of a save by reflection alone, recursing at most 3 levels per thread
-    on 2 threads, then iteratively."""
-    return encode(*Saver(generated=False, levels=3, threads=2).run(root))
+    on 2 threads, then iteratively; encoded by msgpack alone."""
+    return frame(msgpack_pack(list(Saver(generated=False, levels=3, threads=2).run(root))))
 
 
 class CheckedSaver(Saver):
@@ -57,8 +61,8 @@ class CheckedSaver(Saver):
                               f"{type(e).__name__}: {e}")
             return direct
         if direct_bytes != expected:
-            MISMATCHES.append(f"direct and reflective bytes differ for a "
-                              f"{type(root).__qualname__} root "
+            MISMATCHES.append(f"direct and reflective bytes (encoded by pack and by "
+                              f"msgpack_pack) differ for a {type(root).__qualname__} root "
                               f"({len(direct_bytes)} vs {len(expected)} bytes)")
         return direct
 

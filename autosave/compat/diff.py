@@ -13,11 +13,10 @@ when it is long).
 from collections import Counter, deque
 
 import attrs
-import msgpack
 
 from ..adapters import ADAPTERS_BY_NAME
 from ..errors import FormatError
-from ..format import decode
+from ..format import ABSENT, decode
 
 MAPPINGS = {"builtins.dict", "collections.OrderedDict", "collections.Counter"}
 SETS = {"builtins.set", "builtins.frozenset"}
@@ -128,7 +127,7 @@ class Walk:
             if name == "autosave.asset" and len(record) == 2 and type(record[1]) is str:
                 return f"<asset {record[1][:60]!r}>"
             return f"<{name}>"
-        if isinstance(value, msgpack.ExtType):
+        if value is ABSENT:
             return "<unset>"
         if type(value) is bytes:
             return f"bytes[{len(value)}]:{value[:16].hex()}"
@@ -232,7 +231,7 @@ class Walk:
                             self.show(self.b, value, j))
 
     def members(self, path, i, rest_a, j, rest_b):
-        plain = lambda v: type(v) is not list and not isinstance(v, msgpack.ExtType)
+        plain = lambda v: type(v) is not list and v is not ABSENT
         a_set = {(type(v), v) for v in rest_a if plain(v)}
         b_set = {(type(v), v) for v in rest_b if plain(v)}
         for t, v in sorted(a_set - b_set, key=repr):
