@@ -301,28 +301,14 @@ def sizes_by_class(data):
 # to it closes a cycle). Only these functions turn cells into references.
 
 def emitter(records):
-    """(emit, emit_record), appending records to ``records``:
-
-    * ``emit(cell, t, parts)`` appends the record of type ``t`` whose parts are inline
-      values and cells;
-    * ``emit_record(cell, rec)`` appends ``rec`` = ``[t, parts...]`` likewise.
-
-    Each puts the record's index into the object's ``cell``. A cell holding an index
-    becomes a back-reference; a cell still in progress (an ancestor) stays in the
-    record, to receive the ancestor's absolute index when its own record is emitted,
-    and marks the record as closing a cycle."""
+    """emit(cell, rec): append ``rec`` = ``[t, parts...]``, whose parts are inline values
+    and cells, as a record of ``records``, and put its index into the object's ``cell``.
+    A cell holding an index becomes a back-reference; a cell still in progress (an
+    ancestor) stays in the record, to receive the ancestor's absolute index when its
+    own record is emitted, and marks the record as closing a cycle."""
     append = records.append
 
-    def emit(cell, t, parts):
-        here = len(records)
-        cycle = None
-        rec = [c if c.__class__ is not list else
-               [c[0] - here] if c[0] is not False else (cycle := c) for c in parts]
-        rec.insert(0, t if cycle is None else ~t)
-        cell[0] = here
-        append(rec)
-
-    def emit_record(cell, rec):
+    def emit(cell, rec):
         here = len(records)
         cycle = None
         rec = [c if c.__class__ is not list else
@@ -332,7 +318,7 @@ def emitter(records):
         cell[0] = here
         append(rec)
 
-    return emit, emit_record
+    return emit
 
 
 def reference(there, here):

@@ -28,10 +28,10 @@ from .schema import schema_of
 MODULE = "_autosave_generated"
 # The interface generated code is written against (docs/codegen.md, "The save context"):
 # save factories take a saver.SaveContext offering SAVE_OPERATIONS and return handlers
-# (obj, cell, depth); load factories take (saved field names, plain, built objects).
+# obj -> record; load factories take (saved field names, plain, built objects).
 # Every generated module states the ABI and the operations it uses, first thing.
 SAVE_ABI = 3
-SAVE_OPERATIONS = ("type_index", "lookup", "visit", "emit", "fallback")
+SAVE_OPERATIONS = ("type_index", "lookup", "mention", "fallback")
 INLINE = INLINE_TYPES     # what a record holds as itself: generated code tests against it
 
 

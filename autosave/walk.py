@@ -5,9 +5,8 @@ and one record maker per kind of class (``autosave.dispatch``'s order, a ``MAKER
 entry each). A maker returns ``[type index, parts...]`` whose parts are inline values
 and the cells of the objects mentioned; ``autosave.format`` alone turns cells into
 references when the record is emitted (``emit_record``). The engine that drives the
-walk is ``saver.Saver``; the loop here (``drain``) is its iterative continuation,
-for graphs deeper than recursion can go, and visits what a maker mentions depth-first
-so records come in post-order.
+walk is ``saver.Saver``, whose loop (``drain``) is here: it visits what a maker
+mentions depth-first, so records come in post-order, without recursion.
 
 Errors carry the object path from the root; the path is only computed when something
 fails, so the common path pays nothing for it.
@@ -39,14 +38,12 @@ PRIMITIVES = INLINE_TYPES    # written as themselves
 _FINISH = object()   # stack marker: below it the cell and record of an object whose
                      # children are now emitted
 
-STOP = object()      # stack marker: drain() returns when it pops it (its cell says so)
-
 class Walker:
     def __init__(self):
         self.types = []          # [name, version, [fields]]
         self.type_index = {}     # adapter or (class, shape) -> index
         self.records = []
-        self.memo = {id(STOP): [STOP]}   # id(obj) -> its cell: [None] unvisited, [False] in
+        self.memo = {}           # id(obj) -> its cell: [None] unvisited, [False] in
                                  # progress, [index] once its record is emitted
         self.stack = []
         self.weak = []           # (holder, adapter, [(strong values, target)]): see write_weak
@@ -64,7 +61,7 @@ class Walker:
         self.root = None
         self.current = None      # the object a failure outside its handler is about
         self.structure = None    # id -> structural index, see structural_index()
-        self.emit, self.emit_record = emitter(self.records)
+        self.emit_record = emitter(self.records)
         self.order = SetOrder(self.memo, self.structural_index, lambda: self.root)
         self.mention, self.refs = self._make_mention()
 
@@ -87,7 +84,10 @@ class Walker:
             return cell
 
         def refs(tindex, parts):
-            rec = [v if v.__class__ in prims else mention(v) for v in parts]
+            # a written or in-progress object's cell without a call; mention() the rest
+            rec = [v if v.__class__ in prims else
+                   c if (c := memo_get(id(v))) is not None and c[0] is not None else
+                   mention(v) for v in parts]
             rec.insert(0, tindex)
             return rec
 
@@ -138,8 +138,8 @@ class Walker:
         return root_value
 
     def drain(self):
-        """Visit what the stack holds, and everything it reaches; stop early at a
-        ``STOP`` marker (where a recursive walk handed its deepest objects over)."""
+        """Visit what the stack holds, and everything it reaches, depth-first: each
+        record is emitted once the objects it mentions are."""
         stack, memo = self.stack, self.memo
         handlers, pop, emit_record = self.handlers, self.stack.pop, self.emit_record
         while stack:
@@ -150,8 +150,6 @@ class Walker:
                 continue
             cell = memo[id(obj)]
             if cell[0] is not None:          # visited through another path meanwhile
-                if cell[0] is STOP:
-                    return
                 continue
             cell[0] = False
             base = len(stack)

@@ -113,17 +113,16 @@ class ModuleWriter:
             f'    """{schema.name}, version {schema.version}: {len(slots)} slots."""',
             f"    t = ctx.type_index(({alias}, _SLOTS_{name}), {schema.name!r}, "
             f"{schema.version}, _SLOTS_{name})",
-            "    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit",
+            "    lookup, mention = ctx.lookup, ctx.mention",
             f"    unset_slot = ctx.fallback({alias})",
             "",
-            "    def save(obj, cell, depth):",
+            "    def save(obj):",
             "        try:",
         ]
         out += [f"            {n} = {attr('obj', s)}" for n, s in zip(names, slots)]
         out += [
             "        except AttributeError:      # an unset slot: reflection writes its marker",
-            "            return unset_slot(obj, cell, depth)",
-            "        cell[0] = False",
+            "            return unset_slot(obj)",
         ]
         for n, s in zip(names, slots):
             scalar = declared_scalar(hints.get(s))
@@ -133,10 +132,10 @@ class ModuleWriter:
                 out.append(f"        if {n}.__class__ not in _INLINE:")
             out += [
                 f"            c = lookup(id({n}))",
-                f"            {n} = c if c is not None and c[0] is not None else visit({n}, c, depth)",
+                f"            {n} = c if c is not None and c[0] is not None else mention({n})",
             ]
         out += [
-            f"        emit(cell, t, [{', '.join(names)}])",
+            f"        return [t, {', '.join(names)}]",
             "    return save",
             "",
             "",
@@ -191,19 +190,20 @@ class ModuleWriter:
             "",
             f"def save_{name}(ctx):",
             f'    """{schema.name}, version {schema.version}: fields in __dict__ order."""',
-            "    lookup, visit, emit, type_index, shapes = ctx.lookup, ctx.visit, ctx.emit, ctx.type_index, {}",
+            "    lookup, mention, type_index, shapes = ctx.lookup, ctx.mention, ctx.type_index, {}",
             "",
-            "    def save(obj, cell, depth):",
+            "    def save(obj):",
             "        d = obj.__dict__",
             "        shape = tuple(d)",
             "        t = shapes.get(shape)",
             "        if t is None:",
             f"            t = shapes[shape] = type_index(({alias}, shape), {schema.name!r}, "
             f"{schema.version}, shape)",
-            "        cell[0] = False",
-            "        emit(cell, t, [v if v.__class__ in _INLINE else",
-            "                       c if (c := lookup(id(v))) is not None and c[0] is not None else",
-            "                       visit(v, c, depth) for v in d.values()])",
+            "        rec = [v if v.__class__ in _INLINE else",
+            "               c if (c := lookup(id(v))) is not None and c[0] is not None else",
+            "               mention(v) for v in d.values()]",
+            "        rec.insert(0, t)",
+            "        return rec",
             "    return save",
             "",
             "",

@@ -488,9 +488,9 @@ def test_generated_code_reaching_past_the_context_fails_the_save_loudly(tmp_path
     assert run(tmp_path, [pkg]).returncode == 0
     generated = tmp_path / pkg / "_autosave_generated.py"
     text = generated.read_text()
-    assert "lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit" in text
-    generated.write_text(text.replace("lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit",
-                                      "lookup, visit, emit = ctx.memo.get, ctx.visit, ctx.emit"))
+    assert "lookup, mention = ctx.lookup, ctx.mention" in text
+    generated.write_text(text.replace("lookup, mention = ctx.lookup, ctx.mention",
+                                      "lookup, mention = ctx.memo.get, ctx.mention"))
     done = run(tmp_path, [], code=PROBE.format(pkg=pkg))
     assert done.returncode != 0
     assert "SaveError" in done.stderr and "'SaveContext' object has no attribute 'memo'" in done.stderr

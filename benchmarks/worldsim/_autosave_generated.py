@@ -11,7 +11,7 @@ from autosave.generated import INLINE as _INLINE
 from autosave.generated import register as _register
 from autosave.generated import require_abi as _require_abi
 
-_require_abi(3, __name__, uses=('type_index', 'lookup', 'visit', 'emit', 'fallback'))
+_require_abi(3, __name__, uses=('type_index', 'lookup', 'mention', 'fallback'))
 from worldsim import Item as _Item
 from worldsim import Tile as _Tile
 from worldsim import Unit as _Unit
@@ -22,18 +22,19 @@ from worldsim import World as _World
 
 def save_Item(ctx):
     """worldsim.Item, version 1: fields in __dict__ order."""
-    lookup, visit, emit, type_index, shapes = ctx.lookup, ctx.visit, ctx.emit, ctx.type_index, {}
+    lookup, mention, type_index, shapes = ctx.lookup, ctx.mention, ctx.type_index, {}
 
-    def save(obj, cell, depth):
+    def save(obj):
         d = obj.__dict__
         shape = tuple(d)
         t = shapes.get(shape)
         if t is None:
             t = shapes[shape] = type_index((_Item, shape), 'worldsim.Item', 1, shape)
-        cell[0] = False
-        emit(cell, t, [v if v.__class__ in _INLINE else
-                       c if (c := lookup(id(v))) is not None and c[0] is not None else
-                       visit(v, c, depth) for v in d.values()])
+        rec = [v if v.__class__ in _INLINE else
+               c if (c := lookup(id(v))) is not None and c[0] is not None else
+               mention(v) for v in d.values()]
+        rec.insert(0, t)
+        return rec
     return save
 
 
@@ -69,10 +70,10 @@ _SLOTS_Tile = ('x', 'y', 'terrain', 'height', 'units')
 def save_Tile(ctx):
     """worldsim.Tile, version 1: 5 slots."""
     t = ctx.type_index((_Tile, _SLOTS_Tile), 'worldsim.Tile', 1, _SLOTS_Tile)
-    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    lookup, mention = ctx.lookup, ctx.mention
     unset_slot = ctx.fallback(_Tile)
 
-    def save(obj, cell, depth):
+    def save(obj):
         try:
             f0_x = obj.x
             f1_y = obj.y
@@ -80,24 +81,23 @@ def save_Tile(ctx):
             f3_height = obj.height
             f4_units = obj.units
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell, depth)
-        cell[0] = False
+            return unset_slot(obj)
         if f0_x.__class__ is not int and f0_x.__class__ not in _INLINE:
             c = lookup(id(f0_x))
-            f0_x = c if c is not None and c[0] is not None else visit(f0_x, c, depth)
+            f0_x = c if c is not None and c[0] is not None else mention(f0_x)
         if f1_y.__class__ is not int and f1_y.__class__ not in _INLINE:
             c = lookup(id(f1_y))
-            f1_y = c if c is not None and c[0] is not None else visit(f1_y, c, depth)
+            f1_y = c if c is not None and c[0] is not None else mention(f1_y)
         if f2_terrain.__class__ not in _INLINE:
             c = lookup(id(f2_terrain))
-            f2_terrain = c if c is not None and c[0] is not None else visit(f2_terrain, c, depth)
+            f2_terrain = c if c is not None and c[0] is not None else mention(f2_terrain)
         if f3_height.__class__ is not float and f3_height.__class__ not in _INLINE:
             c = lookup(id(f3_height))
-            f3_height = c if c is not None and c[0] is not None else visit(f3_height, c, depth)
+            f3_height = c if c is not None and c[0] is not None else mention(f3_height)
         if f4_units.__class__ not in _INLINE:
             c = lookup(id(f4_units))
-            f4_units = c if c is not None and c[0] is not None else visit(f4_units, c, depth)
-        emit(cell, t, [f0_x, f1_y, f2_terrain, f3_height, f4_units])
+            f4_units = c if c is not None and c[0] is not None else mention(f4_units)
+        return [t, f0_x, f1_y, f2_terrain, f3_height, f4_units]
     return save
 
 
@@ -138,10 +138,10 @@ _SLOTS_Unit = ('id', 'name', 'kind', 'x', 'y', 'hp', 'speed', 'home', 'tags', 'i
 def save_Unit(ctx):
     """worldsim.Unit, version 1: 12 slots."""
     t = ctx.type_index((_Unit, _SLOTS_Unit), 'worldsim.Unit', 1, _SLOTS_Unit)
-    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    lookup, mention = ctx.lookup, ctx.mention
     unset_slot = ctx.fallback(_Unit)
 
-    def save(obj, cell, depth):
+    def save(obj):
         try:
             f0_id = obj.id
             f1_name = obj.name
@@ -156,45 +156,44 @@ def save_Unit(ctx):
             f10_friends = obj.friends
             f11_leader = obj.leader
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell, depth)
-        cell[0] = False
+            return unset_slot(obj)
         if f0_id.__class__ is not int and f0_id.__class__ not in _INLINE:
             c = lookup(id(f0_id))
-            f0_id = c if c is not None and c[0] is not None else visit(f0_id, c, depth)
+            f0_id = c if c is not None and c[0] is not None else mention(f0_id)
         if f1_name.__class__ is not str and f1_name.__class__ not in _INLINE:
             c = lookup(id(f1_name))
-            f1_name = c if c is not None and c[0] is not None else visit(f1_name, c, depth)
+            f1_name = c if c is not None and c[0] is not None else mention(f1_name)
         if f2_kind.__class__ is not str and f2_kind.__class__ not in _INLINE:
             c = lookup(id(f2_kind))
-            f2_kind = c if c is not None and c[0] is not None else visit(f2_kind, c, depth)
+            f2_kind = c if c is not None and c[0] is not None else mention(f2_kind)
         if f3_x.__class__ is not float and f3_x.__class__ not in _INLINE:
             c = lookup(id(f3_x))
-            f3_x = c if c is not None and c[0] is not None else visit(f3_x, c, depth)
+            f3_x = c if c is not None and c[0] is not None else mention(f3_x)
         if f4_y.__class__ is not float and f4_y.__class__ not in _INLINE:
             c = lookup(id(f4_y))
-            f4_y = c if c is not None and c[0] is not None else visit(f4_y, c, depth)
+            f4_y = c if c is not None and c[0] is not None else mention(f4_y)
         if f5_hp.__class__ is not int and f5_hp.__class__ not in _INLINE:
             c = lookup(id(f5_hp))
-            f5_hp = c if c is not None and c[0] is not None else visit(f5_hp, c, depth)
+            f5_hp = c if c is not None and c[0] is not None else mention(f5_hp)
         if f6_speed.__class__ is not float and f6_speed.__class__ not in _INLINE:
             c = lookup(id(f6_speed))
-            f6_speed = c if c is not None and c[0] is not None else visit(f6_speed, c, depth)
+            f6_speed = c if c is not None and c[0] is not None else mention(f6_speed)
         if f7_home.__class__ not in _INLINE:
             c = lookup(id(f7_home))
-            f7_home = c if c is not None and c[0] is not None else visit(f7_home, c, depth)
+            f7_home = c if c is not None and c[0] is not None else mention(f7_home)
         if f8_tags.__class__ not in _INLINE:
             c = lookup(id(f8_tags))
-            f8_tags = c if c is not None and c[0] is not None else visit(f8_tags, c, depth)
+            f8_tags = c if c is not None and c[0] is not None else mention(f8_tags)
         if f9_inventory.__class__ not in _INLINE:
             c = lookup(id(f9_inventory))
-            f9_inventory = c if c is not None and c[0] is not None else visit(f9_inventory, c, depth)
+            f9_inventory = c if c is not None and c[0] is not None else mention(f9_inventory)
         if f10_friends.__class__ not in _INLINE:
             c = lookup(id(f10_friends))
-            f10_friends = c if c is not None and c[0] is not None else visit(f10_friends, c, depth)
+            f10_friends = c if c is not None and c[0] is not None else mention(f10_friends)
         if f11_leader.__class__ not in _INLINE:
             c = lookup(id(f11_leader))
-            f11_leader = c if c is not None and c[0] is not None else visit(f11_leader, c, depth)
-        emit(cell, t, [f0_id, f1_name, f2_kind, f3_x, f4_y, f5_hp, f6_speed, f7_home, f8_tags, f9_inventory, f10_friends, f11_leader])
+            f11_leader = c if c is not None and c[0] is not None else mention(f11_leader)
+        return [t, f0_id, f1_name, f2_kind, f3_x, f4_y, f5_hp, f6_speed, f7_home, f8_tags, f9_inventory, f10_friends, f11_leader]
     return save
 
 
@@ -242,10 +241,10 @@ _SLOTS_World = ('rng', 'grid', 'units', 'by_name', 'tick')
 def save_World(ctx):
     """worldsim.World, version 1: 5 slots."""
     t = ctx.type_index((_World, _SLOTS_World), 'worldsim.World', 1, _SLOTS_World)
-    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    lookup, mention = ctx.lookup, ctx.mention
     unset_slot = ctx.fallback(_World)
 
-    def save(obj, cell, depth):
+    def save(obj):
         try:
             f0_rng = obj.rng
             f1_grid = obj.grid
@@ -253,24 +252,23 @@ def save_World(ctx):
             f3_by_name = obj.by_name
             f4_tick = obj.tick
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell, depth)
-        cell[0] = False
+            return unset_slot(obj)
         if f0_rng.__class__ not in _INLINE:
             c = lookup(id(f0_rng))
-            f0_rng = c if c is not None and c[0] is not None else visit(f0_rng, c, depth)
+            f0_rng = c if c is not None and c[0] is not None else mention(f0_rng)
         if f1_grid.__class__ not in _INLINE:
             c = lookup(id(f1_grid))
-            f1_grid = c if c is not None and c[0] is not None else visit(f1_grid, c, depth)
+            f1_grid = c if c is not None and c[0] is not None else mention(f1_grid)
         if f2_units.__class__ not in _INLINE:
             c = lookup(id(f2_units))
-            f2_units = c if c is not None and c[0] is not None else visit(f2_units, c, depth)
+            f2_units = c if c is not None and c[0] is not None else mention(f2_units)
         if f3_by_name.__class__ not in _INLINE:
             c = lookup(id(f3_by_name))
-            f3_by_name = c if c is not None and c[0] is not None else visit(f3_by_name, c, depth)
+            f3_by_name = c if c is not None and c[0] is not None else mention(f3_by_name)
         if f4_tick.__class__ is not int and f4_tick.__class__ not in _INLINE:
             c = lookup(id(f4_tick))
-            f4_tick = c if c is not None and c[0] is not None else visit(f4_tick, c, depth)
-        emit(cell, t, [f0_rng, f1_grid, f2_units, f3_by_name, f4_tick])
+            f4_tick = c if c is not None and c[0] is not None else mention(f4_tick)
+        return [t, f0_rng, f1_grid, f2_units, f3_by_name, f4_tick]
     return save
 
 

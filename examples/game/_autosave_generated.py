@@ -11,7 +11,7 @@ from autosave.generated import INLINE as _INLINE
 from autosave.generated import register as _register
 from autosave.generated import require_abi as _require_abi
 
-_require_abi(3, __name__, uses=('type_index', 'lookup', 'visit', 'emit', 'fallback'))
+_require_abi(3, __name__, uses=('type_index', 'lookup', 'mention', 'fallback'))
 from game.model import Brain as _Brain
 from game.model import Health as _Health
 from game.model import ItemTemplate as _ItemTemplate
@@ -29,27 +29,26 @@ _SLOTS_Brain = ('mode', 'plan', 'target')
 def save_Brain(ctx):
     """game.model.Brain, version 1: 3 slots."""
     t = ctx.type_index((_Brain, _SLOTS_Brain), 'game.model.Brain', 1, _SLOTS_Brain)
-    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    lookup, mention = ctx.lookup, ctx.mention
     unset_slot = ctx.fallback(_Brain)
 
-    def save(obj, cell, depth):
+    def save(obj):
         try:
             f0_mode = obj.mode
             f1_plan = obj.plan
             f2_target = obj.target
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell, depth)
-        cell[0] = False
+            return unset_slot(obj)
         if f0_mode.__class__ not in _INLINE:
             c = lookup(id(f0_mode))
-            f0_mode = c if c is not None and c[0] is not None else visit(f0_mode, c, depth)
+            f0_mode = c if c is not None and c[0] is not None else mention(f0_mode)
         if f1_plan.__class__ not in _INLINE:
             c = lookup(id(f1_plan))
-            f1_plan = c if c is not None and c[0] is not None else visit(f1_plan, c, depth)
+            f1_plan = c if c is not None and c[0] is not None else mention(f1_plan)
         if f2_target.__class__ not in _INLINE:
             c = lookup(id(f2_target))
-            f2_target = c if c is not None and c[0] is not None else visit(f2_target, c, depth)
-        emit(cell, t, [f0_mode, f1_plan, f2_target])
+            f2_target = c if c is not None and c[0] is not None else mention(f2_target)
+        return [t, f0_mode, f1_plan, f2_target]
     return save
 
 
@@ -88,23 +87,22 @@ _SLOTS_Health = ('hp', 'max_hp')
 def save_Health(ctx):
     """game.model.Health, version 1: 2 slots."""
     t = ctx.type_index((_Health, _SLOTS_Health), 'game.model.Health', 1, _SLOTS_Health)
-    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    lookup, mention = ctx.lookup, ctx.mention
     unset_slot = ctx.fallback(_Health)
 
-    def save(obj, cell, depth):
+    def save(obj):
         try:
             f0_hp = obj.hp
             f1_max_hp = obj.max_hp
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell, depth)
-        cell[0] = False
+            return unset_slot(obj)
         if f0_hp.__class__ is not int and f0_hp.__class__ not in _INLINE:
             c = lookup(id(f0_hp))
-            f0_hp = c if c is not None and c[0] is not None else visit(f0_hp, c, depth)
+            f0_hp = c if c is not None and c[0] is not None else mention(f0_hp)
         if f1_max_hp.__class__ is not int and f1_max_hp.__class__ not in _INLINE:
             c = lookup(id(f1_max_hp))
-            f1_max_hp = c if c is not None and c[0] is not None else visit(f1_max_hp, c, depth)
-        emit(cell, t, [f0_hp, f1_max_hp])
+            f1_max_hp = c if c is not None and c[0] is not None else mention(f1_max_hp)
+        return [t, f0_hp, f1_max_hp]
     return save
 
 
@@ -139,18 +137,19 @@ _register(_Health, 'fb04dfb4b2e5edd6', save=save_Health, load=load_Health, modul
 
 def save_ItemTemplate(ctx):
     """game.model.ItemTemplate, version 1: fields in __dict__ order."""
-    lookup, visit, emit, type_index, shapes = ctx.lookup, ctx.visit, ctx.emit, ctx.type_index, {}
+    lookup, mention, type_index, shapes = ctx.lookup, ctx.mention, ctx.type_index, {}
 
-    def save(obj, cell, depth):
+    def save(obj):
         d = obj.__dict__
         shape = tuple(d)
         t = shapes.get(shape)
         if t is None:
             t = shapes[shape] = type_index((_ItemTemplate, shape), 'game.model.ItemTemplate', 1, shape)
-        cell[0] = False
-        emit(cell, t, [v if v.__class__ in _INLINE else
-                       c if (c := lookup(id(v))) is not None and c[0] is not None else
-                       visit(v, c, depth) for v in d.values()])
+        rec = [v if v.__class__ in _INLINE else
+               c if (c := lookup(id(v))) is not None and c[0] is not None else
+               mention(v) for v in d.values()]
+        rec.insert(0, t)
+        return rec
     return save
 
 
@@ -182,10 +181,10 @@ _SLOTS_Level = ('rng', 'npcs', 'by_id', 'squads', 'tick', 'next_id', 'log')
 def save_Level(ctx):
     """game.model.Level, version 1: 7 slots."""
     t = ctx.type_index((_Level, _SLOTS_Level), 'game.model.Level', 1, _SLOTS_Level)
-    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    lookup, mention = ctx.lookup, ctx.mention
     unset_slot = ctx.fallback(_Level)
 
-    def save(obj, cell, depth):
+    def save(obj):
         try:
             f0_rng = obj.rng
             f1_npcs = obj.npcs
@@ -195,30 +194,29 @@ def save_Level(ctx):
             f5_next_id = obj.next_id
             f6_log = obj.log
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell, depth)
-        cell[0] = False
+            return unset_slot(obj)
         if f0_rng.__class__ not in _INLINE:
             c = lookup(id(f0_rng))
-            f0_rng = c if c is not None and c[0] is not None else visit(f0_rng, c, depth)
+            f0_rng = c if c is not None and c[0] is not None else mention(f0_rng)
         if f1_npcs.__class__ not in _INLINE:
             c = lookup(id(f1_npcs))
-            f1_npcs = c if c is not None and c[0] is not None else visit(f1_npcs, c, depth)
+            f1_npcs = c if c is not None and c[0] is not None else mention(f1_npcs)
         if f2_by_id.__class__ not in _INLINE:
             c = lookup(id(f2_by_id))
-            f2_by_id = c if c is not None and c[0] is not None else visit(f2_by_id, c, depth)
+            f2_by_id = c if c is not None and c[0] is not None else mention(f2_by_id)
         if f3_squads.__class__ not in _INLINE:
             c = lookup(id(f3_squads))
-            f3_squads = c if c is not None and c[0] is not None else visit(f3_squads, c, depth)
+            f3_squads = c if c is not None and c[0] is not None else mention(f3_squads)
         if f4_tick.__class__ is not int and f4_tick.__class__ not in _INLINE:
             c = lookup(id(f4_tick))
-            f4_tick = c if c is not None and c[0] is not None else visit(f4_tick, c, depth)
+            f4_tick = c if c is not None and c[0] is not None else mention(f4_tick)
         if f5_next_id.__class__ is not int and f5_next_id.__class__ not in _INLINE:
             c = lookup(id(f5_next_id))
-            f5_next_id = c if c is not None and c[0] is not None else visit(f5_next_id, c, depth)
+            f5_next_id = c if c is not None and c[0] is not None else mention(f5_next_id)
         if f6_log.__class__ not in _INLINE:
             c = lookup(id(f6_log))
-            f6_log = c if c is not None and c[0] is not None else visit(f6_log, c, depth)
-        emit(cell, t, [f0_rng, f1_npcs, f2_by_id, f3_squads, f4_tick, f5_next_id, f6_log])
+            f6_log = c if c is not None and c[0] is not None else mention(f6_log)
+        return [t, f0_rng, f1_npcs, f2_by_id, f3_squads, f4_tick, f5_next_id, f6_log]
     return save
 
 
@@ -265,10 +263,10 @@ _SLOTS_NPC = ('id', 'name', 'sprite', 'pos', 'health', 'brain', 'weapon', 'bag',
 def save_NPC(ctx):
     """game.model.NPC, version 1: 10 slots."""
     t = ctx.type_index((_NPC, _SLOTS_NPC), 'game.model.NPC', 1, _SLOTS_NPC)
-    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    lookup, mention = ctx.lookup, ctx.mention
     unset_slot = ctx.fallback(_NPC)
 
-    def save(obj, cell, depth):
+    def save(obj):
         try:
             f0_id = obj.id
             f1_name = obj.name
@@ -281,39 +279,38 @@ def save_NPC(ctx):
             f8_squad = obj.squad
             f9_kills = obj.kills
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell, depth)
-        cell[0] = False
+            return unset_slot(obj)
         if f0_id.__class__ is not int and f0_id.__class__ not in _INLINE:
             c = lookup(id(f0_id))
-            f0_id = c if c is not None and c[0] is not None else visit(f0_id, c, depth)
+            f0_id = c if c is not None and c[0] is not None else mention(f0_id)
         if f1_name.__class__ is not str and f1_name.__class__ not in _INLINE:
             c = lookup(id(f1_name))
-            f1_name = c if c is not None and c[0] is not None else visit(f1_name, c, depth)
+            f1_name = c if c is not None and c[0] is not None else mention(f1_name)
         if f2_sprite.__class__ not in _INLINE:
             c = lookup(id(f2_sprite))
-            f2_sprite = c if c is not None and c[0] is not None else visit(f2_sprite, c, depth)
+            f2_sprite = c if c is not None and c[0] is not None else mention(f2_sprite)
         if f3_pos.__class__ not in _INLINE:
             c = lookup(id(f3_pos))
-            f3_pos = c if c is not None and c[0] is not None else visit(f3_pos, c, depth)
+            f3_pos = c if c is not None and c[0] is not None else mention(f3_pos)
         if f4_health.__class__ not in _INLINE:
             c = lookup(id(f4_health))
-            f4_health = c if c is not None and c[0] is not None else visit(f4_health, c, depth)
+            f4_health = c if c is not None and c[0] is not None else mention(f4_health)
         if f5_brain.__class__ not in _INLINE:
             c = lookup(id(f5_brain))
-            f5_brain = c if c is not None and c[0] is not None else visit(f5_brain, c, depth)
+            f5_brain = c if c is not None and c[0] is not None else mention(f5_brain)
         if f6_weapon.__class__ not in _INLINE:
             c = lookup(id(f6_weapon))
-            f6_weapon = c if c is not None and c[0] is not None else visit(f6_weapon, c, depth)
+            f6_weapon = c if c is not None and c[0] is not None else mention(f6_weapon)
         if f7_bag.__class__ not in _INLINE:
             c = lookup(id(f7_bag))
-            f7_bag = c if c is not None and c[0] is not None else visit(f7_bag, c, depth)
+            f7_bag = c if c is not None and c[0] is not None else mention(f7_bag)
         if f8_squad.__class__ not in _INLINE:
             c = lookup(id(f8_squad))
-            f8_squad = c if c is not None and c[0] is not None else visit(f8_squad, c, depth)
+            f8_squad = c if c is not None and c[0] is not None else mention(f8_squad)
         if f9_kills.__class__ is not int and f9_kills.__class__ not in _INLINE:
             c = lookup(id(f9_kills))
-            f9_kills = c if c is not None and c[0] is not None else visit(f9_kills, c, depth)
-        emit(cell, t, [f0_id, f1_name, f2_sprite, f3_pos, f4_health, f5_brain, f6_weapon, f7_bag, f8_squad, f9_kills])
+            f9_kills = c if c is not None and c[0] is not None else mention(f9_kills)
+        return [t, f0_id, f1_name, f2_sprite, f3_pos, f4_health, f5_brain, f6_weapon, f7_bag, f8_squad, f9_kills]
     return save
 
 
@@ -359,23 +356,22 @@ _SLOTS_Position = ('x', 'y')
 def save_Position(ctx):
     """game.model.Position, version 1: 2 slots."""
     t = ctx.type_index((_Position, _SLOTS_Position), 'game.model.Position', 1, _SLOTS_Position)
-    lookup, visit, emit = ctx.lookup, ctx.visit, ctx.emit
+    lookup, mention = ctx.lookup, ctx.mention
     unset_slot = ctx.fallback(_Position)
 
-    def save(obj, cell, depth):
+    def save(obj):
         try:
             f0_x = obj.x
             f1_y = obj.y
         except AttributeError:      # an unset slot: reflection writes its marker
-            return unset_slot(obj, cell, depth)
-        cell[0] = False
+            return unset_slot(obj)
         if f0_x.__class__ is not float and f0_x.__class__ not in _INLINE:
             c = lookup(id(f0_x))
-            f0_x = c if c is not None and c[0] is not None else visit(f0_x, c, depth)
+            f0_x = c if c is not None and c[0] is not None else mention(f0_x)
         if f1_y.__class__ is not float and f1_y.__class__ not in _INLINE:
             c = lookup(id(f1_y))
-            f1_y = c if c is not None and c[0] is not None else visit(f1_y, c, depth)
-        emit(cell, t, [f0_x, f1_y])
+            f1_y = c if c is not None and c[0] is not None else mention(f1_y)
+        return [t, f0_x, f1_y]
     return save
 
 
@@ -410,18 +406,19 @@ _register(_Position, '1241fb500b67d293', save=save_Position, load=load_Position,
 
 def save_Sprite(ctx):
     """game.model.Sprite, version 1: fields in __dict__ order."""
-    lookup, visit, emit, type_index, shapes = ctx.lookup, ctx.visit, ctx.emit, ctx.type_index, {}
+    lookup, mention, type_index, shapes = ctx.lookup, ctx.mention, ctx.type_index, {}
 
-    def save(obj, cell, depth):
+    def save(obj):
         d = obj.__dict__
         shape = tuple(d)
         t = shapes.get(shape)
         if t is None:
             t = shapes[shape] = type_index((_Sprite, shape), 'game.model.Sprite', 1, shape)
-        cell[0] = False
-        emit(cell, t, [v if v.__class__ in _INLINE else
-                       c if (c := lookup(id(v))) is not None and c[0] is not None else
-                       visit(v, c, depth) for v in d.values()])
+        rec = [v if v.__class__ in _INLINE else
+               c if (c := lookup(id(v))) is not None and c[0] is not None else
+               mention(v) for v in d.values()]
+        rec.insert(0, t)
+        return rec
     return save
 
 
@@ -450,18 +447,19 @@ _register(_Sprite, '698b3e773ab319bb', save=save_Sprite, load=load_Sprite, modul
 
 def save_Squad(ctx):
     """game.model.Squad, version 1: fields in __dict__ order."""
-    lookup, visit, emit, type_index, shapes = ctx.lookup, ctx.visit, ctx.emit, ctx.type_index, {}
+    lookup, mention, type_index, shapes = ctx.lookup, ctx.mention, ctx.type_index, {}
 
-    def save(obj, cell, depth):
+    def save(obj):
         d = obj.__dict__
         shape = tuple(d)
         t = shapes.get(shape)
         if t is None:
             t = shapes[shape] = type_index((_Squad, shape), 'game.model.Squad', 1, shape)
-        cell[0] = False
-        emit(cell, t, [v if v.__class__ in _INLINE else
-                       c if (c := lookup(id(v))) is not None and c[0] is not None else
-                       visit(v, c, depth) for v in d.values()])
+        rec = [v if v.__class__ in _INLINE else
+               c if (c := lookup(id(v))) is not None and c[0] is not None else
+               mention(v) for v in d.values()]
+        rec.insert(0, t)
+        return rec
     return save
 
 
