@@ -4,13 +4,17 @@
 class SaveError(Exception):
     """Something reachable from the root cannot be saved.
 
-    ``path`` is the object path from the root, e.g. ``root.squads[3].leader.ai``.
+    ``path`` is the object path from the root, e.g. ``root.squads[3].leader.ai``; the
+    message shows a path of thousands of steps with its middle elided.
     """
 
     def __init__(self, message: str, path: str | None = None) -> None:
         self.path = path
         self.reason = message
-        super().__init__(f"{path}: {message}" if path else message)
+        shown = path
+        if path and len(path) > 240:
+            shown = f"{path[:120]}...({len(path) - 200:,} characters)...{path[-80:]}"
+        super().__init__(f"{shown}: {message}" if path else message)
 
 
 class CoroutineError(TypeError):

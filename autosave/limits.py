@@ -48,10 +48,10 @@ def check_records(plans, records):
                 d = _fold(i, records, dealloc, max, chain, n, weights)
                 if d > C_DEPTH:
                     w = weights[records[i][0]]
-                    raise FormatError(
+                    raise _at(i, FormatError(
                         f"record {i} heads a chain of {-(-d // w)} nested "
                         f"{plans[records[i][0]].name} objects; CPython cannot free more "
-                        f"than about {C_DEPTH // w} without crashing")
+                        f"than about {C_DEPTH // w} without crashing"))
     if not hashing:
         return
     by_value = {t for t, p in enumerate(plans) if getattr(p, "hash_kind", 0)}
@@ -76,13 +76,20 @@ def check_records(plans, records):
                 spent += 1
                 continue
             if records[j][0] in c_hash and _fold(j, records, c_hash, max, depth, n) > C_DEPTH:
-                raise FormatError(f"record {i} hashes record {j}, a chain of more than "
-                                  f"{C_DEPTH} nested tuples or slices; CPython cannot hash "
-                                  f"it without crashing")
+                raise _at(j, FormatError(f"record {i} hashes record {j}, a chain of more "
+                                         f"than {C_DEPTH} nested tuples or slices; CPython "
+                                         f"cannot hash it without crashing"))
             spent += _fold(j, records, by_value, _add_capped(budget), size, n)
         if spent > budget:
-            raise FormatError(f"record {i}: hashing its keys would take more than "
-                              f"{budget:,} steps (the keys share parts many times over)")
+            raise _at(i, FormatError(f"record {i}: hashing its keys would take more than "
+                                     f"{budget:,} steps (the keys share parts many times "
+                                     f"over)"))
+
+
+def _at(index, error):
+    """error, noting the record it is about (a save names that record's object)."""
+    error.record = index
+    return error
 
 
 def _add_capped(budget):

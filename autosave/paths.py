@@ -8,6 +8,7 @@ __reduce__ value the walk asked for is read from the walk's record of it
 """
 
 import copyreg
+import reprlib
 import functools
 import types
 from collections import deque
@@ -37,18 +38,18 @@ def placed_cause(e):
     return e.__cause__ if isinstance(e, SaveError) else e
 
 
-def find_path(root, target, made=None):
+def find_path(root, target, made=None, is_target=None):
     """The shortest path from root to target, as 'root.squads[3].leader'.
 
     ``made``: what a walk's user code gave it, by id (see Walker.made). Given it, the
     search goes through objects saved by __getstate__ or __reduce__ only where the walk
     met them, so no user code runs a second time: the walk reached ``target`` through
-    objects it met."""
+    objects it met. ``is_target``: a test to find the target by, instead of identity."""
     seen = {id(root)}
     queue = deque([(root, "root")])
     while queue:
         obj, path = queue.popleft()
-        if obj is target:
+        if obj is target if is_target is None else is_target(obj):
             return path
         try:
             children = list(labelled_children(obj, made))
@@ -66,7 +67,8 @@ def labelled_children(obj, made=None):
     if isinstance(obj, dict):
         for i, (k, v) in enumerate(dict.items(obj)):
             yield f"<key {i}>", k
-            yield f"[{k!r}]", v
+            # reprlib: a key nested thousands deep has a repr Python cannot make
+            yield f"[{k!r}]" if k.__class__ in INLINE_TYPES else f"[{reprlib.repr(k)}]", v
     elif isinstance(obj, (list, tuple, deque)):
         yield from ((f"[{i}]", v) for i, v in enumerate(obj))
     elif isinstance(obj, (set, frozenset)):
@@ -138,4 +140,4 @@ def reduce_children(rv):
         yield ".<state>", state
     yield from ((f"[{i}]", v) for i, v in enumerate(listitems or ()))
     for k, v in (dictitems or ()):
-        yield f"[{k!r}]", v
+        yield f"[{k!r}]" if k.__class__ in INLINE_TYPES else f"[{reprlib.repr(k)}]", v

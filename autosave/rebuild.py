@@ -295,6 +295,15 @@ def plan_for(index, entry):
     return InstancePlan(cls, name, version, fields)
 
 
+def release_plans(plans):
+    """Empty the plans of a load (or of a save's check that it would load): a plan keeps
+    its own bound methods (``fill``, ``create``), a cycle per class for the collector.
+    Adapters are shared and hold none."""
+    for plan in plans:
+        if type(plan) in (InstancePlan, StatePlan, EnumPlan):
+            vars(plan).clear()
+
+
 # -- records -> objects ------------------------------------------------------------------
 
 class Loader:
@@ -330,9 +339,7 @@ class Loader:
         """A plan keeps its own bound methods (``fill``, ``create``): a cycle per class.
         The plans are this load's own (adapters are shared and hold none), so emptying
         them and the loader frees this load's bookkeeping now, not at a collection."""
-        for plan in self.plans:
-            if type(plan) in (InstancePlan, StatePlan, EnumPlan):
-                vars(plan).clear()
+        release_plans(self.plans)
         vars(self).clear()
 
     def run(self, root_value):

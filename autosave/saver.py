@@ -15,7 +15,13 @@ bytes: the suite saves every graph both ways. A failure is a SaveError with the 
 of the object whose handler failed: a save walks the graph once, whatever happens.
 """
 
+from itertools import islice
+
+from .errors import FormatError, LoadError, SaveError
 from .generated import GENERATED, SAVE_ABI, SAVE_OPERATIONS
+from .limits import check_records
+from .paths import find_path
+from .rebuild import plan_for, release_plans
 from .walk import Walker
 
 
@@ -62,6 +68,33 @@ class Saver(Walker):
         if self.context is None:
             self.context = SaveContext(self)
         return factory(self.context)
+
+    def _run(self, root):
+        types, records, root_value = super()._run(root)
+        self.check_loadable(types, records)
+        return types, records, root_value
+
+    def check_loadable(self, types, records):
+        """Refuse a graph that would save but not load: the loader's bounds (chains
+        CPython frees or hashes by unchecked C recursion, hash work) are checked here
+        on the records, with the plans a load would make, so no save is ever written
+        that its own game could not read back."""
+        plans = []
+        try:
+            plans.extend(plan_for(i, entry) for i, entry in enumerate(types))
+            if any(getattr(p, "c_dealloc", False) or p.hashes for p in plans):
+                # the loader sees type indices with their cycle marks taken off
+                check_records(plans, [rec if rec[0] >= 0 else [~rec[0], *islice(rec, 1, None)]
+                                      for rec in records])
+        except LoadError as e:
+            if not isinstance(e, FormatError) or not hasattr(e, "record"):
+                raise SaveError(f"this graph would save but not load: {e}", "root") from e
+            index = e.record
+            ids = {i for i, cell in self.memo.items() if cell[0] == index}
+            path = find_path(self.root, None, self.made, lambda obj: id(obj) in ids)
+            raise SaveError(f"this graph would save but not load: its {e}", path) from None
+        finally:
+            release_plans(plans)
 
     def fallback_for(self, cls):
         """The reflective handler of cls, for the instances generated code does not

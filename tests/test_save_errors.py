@@ -141,3 +141,41 @@ def test_load_error_names_the_file(tmp_path):
     with pytest.raises(autosave.FormatError) as e:
         autosave.load(path)
     assert str(path) in "".join(e.value.__notes__)
+
+
+# -- a save that would not load is refused when it is made ------------------------------
+
+def _deque_chain(n):
+    import collections
+    d = collections.deque()
+    for _ in range(n - 1):
+        d = collections.deque([d])
+    return d
+
+
+def _tuple_chain(n):
+    t = ()
+    for _ in range(n - 1):
+        t = (t,)
+    return t
+
+
+def test_a_chain_the_loader_would_refuse_is_refused_at_save_time_with_its_path():
+    from autosave.limits import C_DEPTH
+    ok = {"a": _deque_chain(C_DEPTH)}
+    assert len(autosave.loads(autosave.dumps(ok))["a"]) == 1
+    with pytest.raises(autosave.SaveError) as caught:
+        autosave.dumps([1, {"a": _deque_chain(C_DEPTH + 150)}])
+    error = caught.value
+    assert "would save but not load" in str(error) and "collections.deque" in str(error)
+    assert error.path.startswith("root[1]['a'][0]")
+    assert len(str(error)) < 600          # a path thousands of steps long, elided
+
+
+def test_a_key_the_loader_could_not_hash_is_refused_at_save_time():
+    from autosave.limits import C_DEPTH
+    assert autosave.loads(autosave.dumps({_tuple_chain(C_DEPTH): 1}))
+    with pytest.raises(autosave.SaveError) as caught:
+        autosave.dumps({"k": {_tuple_chain(C_DEPTH + 2): 1}})
+    assert "would save but not load" in str(caught.value)
+    assert caught.value.path.startswith("root['k']<key 0>")
