@@ -28,10 +28,16 @@ def hash_budget(records):
     return (1 << 20) + 8 * len(records)
 
 
+def _either(types):
+    """Type indices as a record may hold them: as is, or marked as closing a cycle (a
+    save's records, checked before they are written; a load's come unmarked)."""
+    return types | {~t for t in types}
+
+
 def check_records(plans, records):
     """Refuse, with the record index, a file whose records exceed the bounds above."""
-    dealloc = {t for t, p in enumerate(plans) if getattr(p, "c_dealloc", False)}
-    hashing = {t for t, p in enumerate(plans) if p.hashes}
+    dealloc = _either({t for t, p in enumerate(plans) if getattr(p, "c_dealloc", False)})
+    hashing = _either({t for t, p in enumerate(plans) if p.hashes})
     if not (dealloc or hashing):
         return
     # The records of those types, in file order, found at C speed (a record's type
@@ -42,7 +48,7 @@ def check_records(plans, records):
     if dealloc:
         chain = {}
         # a level of some types takes several deques' worth of C stack to free
-        weights = {t: int(plans[t].c_dealloc) for t in dealloc}
+        weights = {t: int(plans[t if t >= 0 else ~t].c_dealloc) for t in dealloc}
         for i in found:
             if records[i][0] in dealloc and i not in chain and list in map(type, records[i]):
                 d = _fold(i, records, dealloc, max, chain, n, weights)
@@ -50,14 +56,15 @@ def check_records(plans, records):
                     w = weights[records[i][0]]
                     raise _at(i, FormatError(
                         f"record {i} heads a chain of {-(-d // w)} nested "
-                        f"{plans[records[i][0]].name} objects; CPython cannot free more "
+                        f"{plans[_plain(records[i][0])].name} objects; CPython cannot free more "
                         f"than about {C_DEPTH // w} without crashing"))
     if not hashing:
         return
     by_value = {t for t, p in enumerate(plans) if getattr(p, "hash_kind", 0)}
     if not by_value:
         return
-    c_hash = {t for t in by_value if plans[t].hash_kind == 1}
+    c_hash = _either({t for t in by_value if plans[t].hash_kind == 1})
+    by_value = _either(by_value)
     budget = hash_budget(records)
     depth, size = {}, {}
     spent = 0
@@ -65,7 +72,7 @@ def check_records(plans, records):
         rec = records[i]
         if rec[0] not in hashing:
             continue
-        plan = plans[rec[0]]
+        plan = plans[_plain(rec[0])]
         part = plan.fill_finished or plan.build_finished
         if part is None:
             continue
@@ -90,6 +97,10 @@ def _at(index, error):
     """error, noting the record it is about (a save names that record's object)."""
     error.record = index
     return error
+
+
+def _plain(t):
+    return t if t >= 0 else ~t
 
 
 def _add_capped(budget):

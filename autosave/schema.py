@@ -212,7 +212,7 @@ def _build(cls):
     slots = []
     has_dict = False
     for klass in reversed(cls.__mro__):
-        if klass.__flags__ & _HEAPTYPE:
+        if klass.__flags__ & _HEAPTYPE and not klass.__flags__ & _IMMUTABLETYPE:   # a Python class
             for s in _slot_names(klass):
                 if s == "__dict__":
                     has_dict = True

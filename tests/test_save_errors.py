@@ -179,3 +179,22 @@ def test_a_key_the_loader_could_not_hash_is_refused_at_save_time():
         autosave.dumps({"k": {_tuple_chain(C_DEPTH + 2): 1}})
     assert "would save but not load" in str(caught.value)
     assert caught.value.path.startswith("root['k']<key 0>")
+
+
+def test_a_chain_closed_into_a_cycle_is_refused_at_save_time_too(monkeypatch):
+    """Records on a cycle carry a mark in their type index when they are checked: the
+    chain through them is counted all the same, exactly as the loader counts it."""
+    import collections
+    from autosave.limits import C_DEPTH
+    from autosave.saver import Saver
+    bottom = collections.deque()
+    top = bottom
+    for _ in range(C_DEPTH):                 # C_DEPTH + 1 deques, the last one marked
+        top = collections.deque([top])
+    bottom.append(top)                       # the innermost deque holds the outermost
+    with pytest.raises(autosave.SaveError, match="would save but not load"):
+        autosave.dumps(top)
+    monkeypatch.setattr(Saver, "check_loadable", lambda self, types, records: None)
+    unchecked = autosave.dumps(top)
+    with pytest.raises(autosave.FormatError, match="chain of"):
+        autosave.loads(unchecked)
