@@ -233,7 +233,7 @@ def to_jsonable(data):
     def value(v, here):
         if type(v) is list:
             if len(v) == 1 and type(v[0]) is int:
-                return {"ref": v[0] + here if v[0] < 0 else v[0]}
+                return {"ref": target(v[0], here)}
             return {"malformed": f"an array of {len(v)} items where a value belongs"}
         if type(v) is bytes:
             return {"bytes": v.hex()}

@@ -20,6 +20,7 @@ from itertools import compress
 from operator import itemgetter
 
 from .errors import FormatError
+from .format import target
 
 C_DEPTH = 3000
 
@@ -150,7 +151,7 @@ def _refs(rec, part, here, n):
     out = []
     for v in rec[part]:
         if v.__class__ is list and v and v[0].__class__ is int:
-            j = v[0] + here if v[0] < 0 else v[0]
+            j = target(v[0], here)
             if 0 <= j < n:
                 out.append(j)
     return out

@@ -18,7 +18,7 @@ from operator import is_
 from .adapters import ADAPTERS_BY_NAME
 from .adapters.callables import apply_default_state
 from .errors import FormatError, IncompatibleSaveError, LoadError
-from .format import ABSENT, STATE_FIELDS, type_entry
+from .format import ABSENT, STATE_FIELDS, target, type_entry
 from .generated import GENERATED
 from .limits import check_records
 from .adapters.containers import flood_checked
@@ -604,7 +604,7 @@ class Loader:
 
     def targets(self, rec, part, here):
         """Absolute record indices of the references in rec[part]; rec is record ``here``."""
-        return [v[0] + here if v[0] < 0 else v[0] for v in rec[part] if v.__class__ is list]
+        return [target(v[0], here) for v in rec[part] if v.__class__ is list]
 
 
 ALL = slice(1, None)

@@ -16,7 +16,7 @@ import attrs
 
 from ..adapters import ADAPTERS_BY_NAME
 from ..errors import FormatError
-from ..format import ABSENT, decode
+from ..format import ABSENT, decode, target as reference_target
 
 MAPPINGS = {"builtins.dict", "collections.OrderedDict", "collections.Counter"}
 SETS = {"builtins.set", "builtins.frozenset"}
@@ -70,7 +70,7 @@ class Side:
         r = value[0] if value else None
         if type(r) is not int:
             raise FormatError(f"{self.which}: record {here} holds a malformed reference")
-        j = r + here if r < 0 else r
+        j = reference_target(r, here)
         if not 0 <= j < len(self.records):
             raise FormatError(f"{self.which}: record {here} refers to record {j}, outside "
                               f"the {len(self.records)} records")

@@ -20,7 +20,7 @@ import attrs
 from ..adapters import ADAPTERS_BY_NAME
 from ..errors import CorpusError, CorruptLogError, FormatError, LoadError
 from ..files import loads
-from ..format import ABSENT, MAGIC, STATE_FIELDS, decode
+from ..format import ABSENT, MAGIC, STATE_FIELDS, decode, target
 from ..log.file import MAGIC as LOG_MAGIC
 from ..log.file import PAYLOAD, LogFile
 from ..log.history import CheckpointLog
@@ -200,7 +200,7 @@ class TypeReader:
 
     def value_type(self, value, here):
         if type(value) is list:
-            j = value[0] + here if value[0] < 0 else value[0]
+            j = target(value[0], here)
             record = self.records[j]
             return self.python_type(self.types[record[0]][0], record)
         return type(value)
