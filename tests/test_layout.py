@@ -9,6 +9,7 @@ fill the loader picks, what autosave-codegen says of it, and a round trip.
 
 import collections
 import itertools
+import os
 import sys
 
 from hypothesis import given, settings
@@ -23,6 +24,7 @@ from autosave_codegen.emit import kind_of
 autosave.allow(__name__)
 
 _counter = itertools.count()
+FUZZ = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "0") or 0)   # 0: the seeded CI set
 BASES = (None, list, dict, set, tuple, str, int, collections.deque)
 
 specs = st.fixed_dictionaries({
@@ -107,7 +109,7 @@ def instance(cls, spec):
     return obj
 
 
-@settings(max_examples=150)
+@settings(max_examples=FUZZ or 150)
 @given(specs)
 def test_the_schema_decides_each_layout_once_and_every_consumer_follows(spec):
     cls = make_class(spec)
