@@ -181,13 +181,9 @@ def peak_bytes(fn, arg, codegen):
     """tracemalloc's peak during one ``fn(arg)`` minus what was traced before it.
 
     The collector is off as in the timed runs: a cycle left to it would show here too.
-    autosave runs under the interpreter's default recursion limit here: tracemalloc
-    (3.11) walks the whole Python stack at every allocation, and under the lifted limit
-    generated save code recurses tens of thousands of levels deep in one thread, which
-    makes a traced world-100k save take many minutes. Under the default limit the same
-    walk goes on in a chain of threads, each at most that deep, writing the same
-    records (autosave/direct.py); frames live outside what tracemalloc sees either way.
-    pickle recurses in C and needs the lifted limit.
+    autosave runs under the interpreter's default recursion limit here, as a game runs
+    it (it walks iteratively, so the limit changes nothing of its work); pickle recurses
+    in C and needs the lifted limit.
     """
     with codegen_switch(codegen), recursion_limit(
             DEFAULT_RECURSION_LIMIT if codegen is not None else None):
