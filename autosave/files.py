@@ -50,8 +50,8 @@ def collector_paused() -> Iterator[None]:
 def dumps(root: object) -> bytes:
     """Everything reachable from ``root``, as bytes. Raises SaveError with the object path.
 
-    The graph is walked once: by the engine generated code plugs into when the game has
-    generated code, else reflectively (both write the same bytes)."""
+    The graph is walked once, by the one save engine, with the game's generated code
+    where it has some (which writes the bytes reflection would)."""
     with collector_paused():
         types, records, root_value = _walker().run(root)
         try:

@@ -26,6 +26,8 @@ from .registry import REGISTRY
 from .schema import schema_of
 
 MODULE = "_autosave_generated"
+COROUTINES = "_autosave_coroutines"     # state machines: imports nothing of the game
+MANIFEST = "autosave_manifest.json"
 # The interface generated code is written against (docs/codegen.md, "The save context"):
 # save factories take a saver.SaveContext offering SAVE_OPERATIONS and return handlers
 # obj -> record; load factories take (saved field names, plain, built objects).
@@ -50,8 +52,6 @@ def require_abi(abi, module, uses=()):
                 f"({', '.join(missing)})")
         raise GeneratedCodeMismatch(f"{module} was written by another autosave-codegen, "
                                     f"{what}")
-COROUTINES = "_autosave_coroutines"     # state machines: imports nothing of the game
-MANIFEST = "autosave_manifest.json"
 
 
 class StaleGeneratedCodeWarning(UserWarning):

@@ -16,7 +16,7 @@ of the object whose handler failed: a save walks the graph once, whatever happen
 """
 
 from .errors import FormatError, LoadError, SaveError
-from .generated import GENERATED, SAVE_ABI, SAVE_OPERATIONS
+from .generated import GENERATED, SAVE_OPERATIONS
 from .limits import check_records
 from .paths import find_path
 from .rebuild import plan_for, release_plans
@@ -38,7 +38,6 @@ class SaveContext:
       does not cover (an unset slot)
     """
     __slots__ = OPERATIONS = SAVE_OPERATIONS
-    ABI = SAVE_ABI
 
     def __init__(self, saver):
         self.type_index = saver.index_of

@@ -34,9 +34,9 @@ reflection does for them anyway. Strategies, chosen in this order:
 
 import collections
 import copyreg
-import sys
 import dataclasses
 import enum
+import sys
 from types import MappingProxyType
 
 import attrs
@@ -54,7 +54,6 @@ NO_DEFAULT = object()
 # Builtin bases an instance may extend; the base value is saved after the fields.
 BUILTIN_BASES = (list, dict, set, frozenset, tuple, str, int, float, bytes, collections.deque)
 
-LAYOUTS = ("enum", "reduce", "state", "slots", "dict", "fields", "extends", "c-object")
 GENERATED_LAYOUTS = ("slots", "dict")     # what autosave-codegen writes code for
 
 _HEAPTYPE = 1 << 9
@@ -84,7 +83,7 @@ class ClassSchema:
     name: str
     version: int
     strategy: str                 # "enum" | "reduce" | "state" | "instance"
-    layout: str                   # one of LAYOUTS: how a save lays instances out
+    layout: str                   # how a save lays instances out: see the module docstring
     base: type | None             # builtin base of an "instance", if any
     slots: tuple                  # slot names, base classes first
     saved_slots: tuple            # slots minus transient ones

@@ -117,13 +117,10 @@ class Walker:
         and the tables of handlers are closed over by the handlers in turn: emptying
         them and the walker frees it all now, so nothing of a save outlives the call."""
         unset = vars(self).get("unset", 0)
-        for table in self.tables():
-            table.clear()
+        self.handlers.clear()
+        self.memo.clear()
         vars(self).clear()
         self.unset = unset       # the one fact a caller reads after the walk (copy())
-
-    def tables(self):
-        return self.handlers, self.memo
 
     def _run(self, root):
         self.root = root
