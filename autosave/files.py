@@ -11,6 +11,7 @@ from typing import IO, Any, Protocol, TypeVar
 
 import xxhash
 
+from .columns import Ref
 from .saver import Saver
 from .errors import SaveError
 from .format import decode, encode
@@ -53,9 +54,9 @@ def dumps(root: object) -> bytes:
     The graph is walked once, by the one save engine, with the game's generated code
     where it has some (which writes the bytes reflection would)."""
     with collector_paused():
-        types, records, root_value = _walker().run(root)
+        types, records, root_value, batches = _walker().run(root)
         try:
-            return encode(types, records, root_value)
+            return encode(types, records, root_value, batches)
         except Exception as e:       # records hold only encodable values: a defect
             raise SaveError(f"the records could not be encoded: {type(e).__name__}: {e}",
                             "root") from e
@@ -310,17 +311,20 @@ def copy(root: _T) -> _T:
     cycles exactly as a save would."""
     with collector_paused():
         walker = _walker()
-        types, records, root_value = walker.run(root)
+        types, records, root_value, batches = walker.run(root)
         # The records go to the loader as decode() would give them, without the bytes
-        # in between: cycle marks moved out of the type indices, unset slots counted.
-        # Everything else (every check of the load) is the same as for a file's.
+        # in between: cycle marks moved out of the type indices, batch objects'
+        # references plain arrays, unset slots counted. Everything else (every check
+        # of the load) is the same as for a file's.
         unset = walker.unset
         closes_cycle = bytearray(len(records))
         for i, rec in enumerate(records):
             if rec[0] < 0:
                 rec[0] = ~rec[0]
                 closes_cycle[i] = 1
-        return load_records(types, records, root_value, unset, closes_cycle)
+            if Ref in map(type, rec):
+                rec[:] = [[v[0]] if v.__class__ is Ref else v for v in rec]
+        return load_records(types, records, root_value, unset, closes_cycle, batches)
 
 
 def fsync_directory(directory):

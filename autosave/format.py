@@ -1,6 +1,7 @@
 """Records <-> bytes. The layout is specified in docs/format.md."""
 
 import struct
+from itertools import accumulate, islice
 
 import msgpack
 import xxhash
@@ -13,8 +14,8 @@ except ImportError:                # the fast extra is not installed
 from .errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
-VERSION = 3        # 3: ints beyond 64 bits inline (extension 1); 2: checksummed frame
-FRAMED = (2, 3)    # the versions with a length and checksum in their header
+VERSION = 4        # 4: batches; 3: ints beyond 64 bits inline (extension 1); 2: checksummed frame
+FRAMED = (2, 3, 4)  # the versions with a length and checksum in their header
 # What a checkpoint log starts with (autosave.log.file.MAGIC; the log imports this
 # package's files module, so importing it from here would be a cycle).
 LOG_MAGIC = b"\x89ASVLOG\n"
@@ -83,8 +84,8 @@ def unframe(data):
                         f"its checksum")
 
 
-def encode(types, records, root_value):
-    return frame(pack([types, records, root_value]))
+def encode(types, records, root_value, batches=()):
+    return frame(pack([types, records, root_value, list(batches)]))
 
 
 def pack(value):
@@ -159,6 +160,9 @@ _ABSENT_EXT = msgpack.ExtType(0, b"")
 INLINE_TYPES = frozenset((type(None), bool, int, float, str, bytes))
 WIDE_INT = 1                       # extension code of an int beyond 64 bits
 STATE_FIELDS = ("__getstate__",)   # the type-table fields of a class saved by __getstate__
+# How a batch's column holds its values (docs/format.md, "Batches").
+COLUMN_INLINE, COLUMN_REFS, COLUMN_MIXED = 0, 1, 2
+COLUMN_KINDS = (COLUMN_INLINE, COLUMN_REFS, COLUMN_MIXED)
 
 
 class _ExtHook:
@@ -201,9 +205,17 @@ def decode(data):
         raise FormatError("the save has trailing bytes after its body") from None
     except (ValueError, msgpack.UnpackException, TypeError, OverflowError) as e:
         raise FormatError(f"the save body is not valid msgpack (truncated or corrupt): {e}") from None
-    if type(body) is not list or len(body) != 3:
-        raise FormatError("the save body must be [types, records, root]")
-    types, records, root = body
+    if version < 4:
+        if type(body) is not list or len(body) != 3:
+            raise FormatError("the save body must be [types, records, root]")
+        types, records, root = body
+        batches = []
+    else:
+        if type(body) is not list or len(body) != 4:
+            raise FormatError("the save body must be [types, records, root, batches]")
+        types, records, root, batches = body
+        if type(batches) is not list:
+            raise FormatError("the save's batches must be an array")
     if type(types) is not list or type(records) is not list:
         raise FormatError("the save's type table and records must be arrays")
     ntypes = len(types)
@@ -218,7 +230,85 @@ def decode(data):
             closes_cycle[i] = 1
         if t >= ntypes:
             raise FormatError(f"record {i} names type {t}, the type table has {ntypes}")
-    return types, records, root, ext_hook.unset, closes_cycle
+    check_batches(batches, ntypes)
+    return types, records, root, ext_hook.unset, closes_cycle, batches
+
+
+def check_batches(batches, ntypes):
+    """The shape of every batch: [type index, count, [kind, values]...] (what each
+    column must hold is the loader's to check, with the type's fields)."""
+    for b, batch in enumerate(batches):
+        if (type(batch) is not list or len(batch) < 2 or type(batch[0]) is not int
+                or type(batch[1]) is not int):
+            raise FormatError(f"batch {b} is malformed: a batch is an array [type index, "
+                              f"count, columns...]")
+        if not 0 <= batch[0] < ntypes:
+            raise FormatError(f"batch {b} names type {batch[0]}, the type table has {ntypes}")
+        if batch[1] < 1:
+            raise FormatError(f"batch {b} holds {batch[1]} objects; a batch holds at least one")
+        for column in islice(batch, 2, None):
+            if type(column) is not list or not column or type(column[0]) is not int or not (
+                    len(column) == 2 and column[0] in (COLUMN_INLINE, COLUMN_REFS)
+                    and type(column[1]) is list
+                    or len(column) == 4 and column[0] == COLUMN_MIXED
+                    and type(column[1]) is bytes and type(column[2]) is list
+                    and type(column[3]) is list):
+                raise FormatError(f"batch {b} has a malformed column: a column is an "
+                                  f"array [0 or 1, [values]] or [2, mask, [values], "
+                                  f"[index differences]]")
+
+
+def records_of(data):
+    """(types, records, root) of a save with every object a record, for the tools that
+    read a file without loading it (``autosave dump``, ``inspect``, the compat checker):
+    each batch object becomes the record it would be without batches (its type index
+    and its column values; a list's items), placed at its index, so record i is the
+    object of index i and references mean what they mean in the file. Checked as a
+    load checks the shapes a tool relies on: column lengths, the lists' lengths."""
+    types, records, root, _, _, batches = decode(data)
+    if not batches:
+        return types, records, root
+    expanded = []
+    for b, batch in enumerate(batches):
+        n = batch[1]
+        columns = [_column_values(b, column) for column in islice(batch, 2, None)]
+        if _is_list_type(types, batch[0]):
+            if len(columns) != 2:
+                raise FormatError(f"batch {b} (lists) must have 2 columns")
+            lengths, items = columns
+            if (len(lengths) != n or not all(type(k) is int and k >= 0 for k in lengths)
+                    or sum(lengths) != len(items)):
+                raise FormatError(f"batch {b}: the list lengths do not match its items")
+            it = iter(items)
+            expanded.extend([batch[0], *islice(it, k)] for k in lengths)
+        else:
+            if any(len(c) != n for c in columns):
+                raise FormatError(f"batch {b}: a column does not hold {n} values")
+            rows = zip(*columns) if columns else [()] * n
+            expanded.extend([batch[0], *row] for row in rows)
+    return types, expanded + records, root
+
+
+def _is_list_type(types, t):
+    entry = types[t]
+    return type(entry) is list and entry and entry[0] == "builtins.list"
+
+
+def _column_values(b, column):
+    """A column's values with references as absolute ``[index]`` arrays."""
+    if column[0] == COLUMN_INLINE:
+        return column[1]
+    differences = column[-1]
+    if not all(type(v) is int for v in differences):
+        raise FormatError(f"batch {b}: a column's references are not ints")
+    refs = [[j] for j in accumulate(differences)]
+    if column[0] == COLUMN_REFS:
+        return refs
+    mask, inline = column[1], column[2]
+    if mask.count(1) != len(refs) or mask.count(0) != len(inline) or \
+            len(mask) != len(refs) + len(inline):
+        raise FormatError(f"batch {b}: a mixed column's mask does not match its values")
+    return list(map(next, map((iter(inline), iter(refs)).__getitem__, mask)))
 
 
 def to_jsonable(data):
@@ -226,7 +316,7 @@ def to_jsonable(data):
     ``{"ref": absolute record index}``, bytes as hex, unset slots as ``{"unset": true}``.
     Any decodable file gives a result: what does not follow docs/format.md is shown as
     ``{"malformed": what it is}``, never followed or formatted."""
-    types, records, root, _, _ = decode(data)
+    types, records, root = records_of(data)
     entries = [_type_entry(i, e) for i, e in enumerate(types)]
     version = data[4]                 # decode checked it
 
@@ -283,7 +373,7 @@ def _type_entry(index, entry):
 
 def sizes_by_class(data):
     """{type name: (records, encoded bytes)} of a save, for `autosave inspect`."""
-    types, records, _, _, _ = decode(data)
+    types, records, _ = records_of(data)
     names = [_type_entry(i, e)["name"] for i, e in enumerate(types)]
     out = {}
     for rec in records:
@@ -300,23 +390,27 @@ def sizes_by_class(data):
 # written (an int), or False while the object is in progress (an ancestor: a reference
 # to it closes a cycle). Only these functions turn cells into references.
 
-def emitter(records):
-    """emit(cell, rec): append ``rec`` = ``[t, parts...]``, whose parts are inline values
-    and cells, as a record of ``records``, and put its index into the object's ``cell``.
-    A cell holding an index becomes a back-reference; a cell still in progress (an
-    ancestor) stays in the record, to receive the ancestor's absolute index when its
-    own record is emitted, and marks the record as closing a cycle."""
-    append = records.append
+def emitter(records, cells):
+    """emit(cell, rec): append ``rec`` = ``[t, parts...]``, whose parts are inline values,
+    cells and batch objects' references, as a record of ``records``; put its record
+    number into the object's ``cell`` and the cell into ``cells`` (the walk moves record
+    numbers past the batch objects when it ends). A cell holding a record number becomes
+    a back-reference; a cell holding a batch object's reference becomes that reference;
+    a cell still in progress (an ancestor) stays in the record, to receive the
+    ancestor's index, and marks the record as closing a cycle."""
+    append, keep = records.append, cells.append
 
     def emit(cell, rec):
         here = len(records)
         cycle = None
         rec = [c if c.__class__ is not list else
-               [c[0] - here] if c[0] is not False else (cycle := c) for c in rec]
+               [x - here] if (x := c[0]).__class__ is int else
+               (cycle := c) if x is False else x for c in rec]
         if cycle is not None:
             rec[0] = ~rec[0]
         cell[0] = here
         append(rec)
+        keep(cell)
 
     return emit
 

@@ -35,8 +35,10 @@ def _either(types):
     return types | {~t for t in types}
 
 
-def check_records(plans, records):
-    """Refuse, with the record index, a file whose records exceed the bounds above."""
+def check_records(plans, records, first=0):
+    """Refuse, with the record index, a file whose records exceed the bounds above.
+    ``first``: the index of the first record (the batch objects come before it; none
+    of them is of a type these bounds are about, so references to them end a chain)."""
     dealloc = _either({t for t, p in enumerate(plans) if getattr(p, "c_dealloc", False)})
     hashing = _either({t for t, p in enumerate(plans) if p.hashes})
     if not (dealloc or hashing):
@@ -52,7 +54,7 @@ def check_records(plans, records):
         weights = {t: int(plans[t if t >= 0 else ~t].c_dealloc) for t in dealloc}
         for i in found:
             if records[i][0] in dealloc and i not in chain and list in map(type, records[i]):
-                d = _fold(i, records, dealloc, max, chain, n, weights)
+                d = _fold(i, records, dealloc, max, chain, n, first, weights)
                 if d > C_DEPTH:
                     w = weights[records[i][0]]
                     raise _at(i, FormatError(
@@ -77,17 +79,17 @@ def check_records(plans, records):
         part = plan.fill_finished or plan.build_finished
         if part is None:
             continue
-        for j in _refs(rec, part, i, n):
+        for j in _refs(rec, part, i, n, first):
             if records[j][0] not in by_value:
                 continue
             if list not in map(type, records[j]):    # a key of plain values: one step
                 spent += 1
                 continue
-            if records[j][0] in c_hash and _fold(j, records, c_hash, max, depth, n) > C_DEPTH:
+            if records[j][0] in c_hash and _fold(j, records, c_hash, max, depth, n, first) > C_DEPTH:
                 raise _at(j, FormatError(f"record {i} hashes record {j}, a chain of more "
                                          f"than {C_DEPTH} nested tuples or slices; CPython "
                                          f"cannot hash it without crashing"))
-            spent += _fold(j, records, by_value, _add_capped(budget), size, n)
+            spent += _fold(j, records, by_value, _add_capped(budget), size, n, first)
         if spent > budget:
             raise _at(i, FormatError(f"record {i}: hashing its keys would take more than "
                                      f"{budget:,} steps (the keys share parts many times "
@@ -110,7 +112,7 @@ def _add_capped(budget):
     return add
 
 
-def _fold(root, records, members, combine, memo, n, weights=None):
+def _fold(root, records, members, combine, memo, n, first, weights=None):
     """1 + combine(...) of the same over the references of record ``root`` to records
     whose type is in ``members`` (others count 1 for a sum, 0 for a max), memoised in
     ``memo``, iteratively; for a max, ``weights`` may give a type's records a weight
@@ -122,7 +124,7 @@ def _fold(root, records, members, combine, memo, n, weights=None):
         j, expanded = stack.pop()
         if expanded:
             acc = 0
-            for k in _refs(records[j], _ALL, j, n):
+            for k in _refs(records[j], _ALL, j, n, first):
                 if records[k][0] in members:
                     v = memo.get(k) or 1
                 elif is_max:
@@ -137,7 +139,7 @@ def _fold(root, records, members, combine, memo, n, weights=None):
             continue
         memo[j] = None                       # being folded
         stack.append((j, True))
-        for k in _refs(records[j], _ALL, j, n):
+        for k in _refs(records[j], _ALL, j, n, first):
             if k not in memo and records[k][0] in members:
                 stack.append((k, False))
     return memo[root]
@@ -146,12 +148,13 @@ def _fold(root, records, members, combine, memo, n, weights=None):
 _ALL = slice(1, None)
 
 
-def _refs(rec, part, here, n):
-    """Absolute indices of the in-range references in rec[part]."""
+def _refs(rec, part, here, n, first):
+    """Record numbers of the in-range references to records in rec[part], rec being
+    record number ``here`` (index ``first + here``)."""
     out = []
     for v in rec[part]:
         if v.__class__ is list and v and v[0].__class__ is int:
-            j = target(v[0], here)
+            j = target(v[0], here + first) - first
             if 0 <= j < n:
                 out.append(j)
     return out

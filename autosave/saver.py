@@ -19,7 +19,7 @@ from .errors import FormatError, LoadError, SaveError
 from .generated import GENERATED, SAVE_OPERATIONS
 from .limits import check_records
 from .paths import find_path
-from .rebuild import plan_for, release_plans
+from .plans import plan_for, release_plans
 from .walk import Walker
 
 
@@ -55,21 +55,21 @@ class Saver(Walker):
         self.generated = generated
         self.context = None
 
-    def plain_handler_for(self, cls):
+    def record_handler_for(self, cls, kind, detail):
         factory = GENERATED.save_factory(cls) if self.generated else None
         if factory is None:
-            return super().plain_handler_for(cls)
+            return super().record_handler_for(cls, kind, detail)
         # The reflective maker is made first, only for its checks (trust, C layouts)
         # and its type-table entry, so both paths agree on those.
-        super().plain_handler_for(cls)
+        super().record_handler_for(cls, kind, detail)
         if self.context is None:
             self.context = SaveContext(self)
         return factory(self.context)
 
     def _run(self, root):
-        types, records, root_value = super()._run(root)
+        types, records, root_value, batches = super()._run(root)
         self.check_loadable(types, records)
-        return types, records, root_value
+        return types, records, root_value, batches
 
     def check_loadable(self, types, records):
         """Refuse a graph that would save but not load: the loader's bounds (chains
@@ -79,11 +79,11 @@ class Saver(Walker):
         plans = []
         try:
             plans.extend(plan_for(i, entry) for i, entry in enumerate(types))
-            check_records(plans, records)
+            check_records(plans, records, self.first_record)
         except LoadError as e:
             if not isinstance(e, FormatError) or not hasattr(e, "record"):
                 raise SaveError(f"this graph would save but not load: {e}", "root") from e
-            index = e.record
+            index = self.first_record + e.record
             ids = {i for i, cell in self.memo.items() if cell[0] == index}
             path = find_path(self.root, None, self.made, lambda obj: id(obj) in ids)
             raise SaveError(f"this graph would save but not load: its {e}", path) from None

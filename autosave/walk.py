@@ -17,7 +17,7 @@ import operator
 import sys
 import types
 from collections import deque
-from itertools import chain
+from itertools import chain, repeat
 
 from .adapters import ADAPTERS_BY_TYPE
 from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
@@ -25,6 +25,7 @@ from .adapters.containers import flat_items
 from .adapters.exceptions import EXCEPTION
 from .adapters.weak import WeakAdapter
 from .errors import SaveError
+from .columns import Batches, Ref, batchable
 from .format import ABSENT, INLINE_TYPES, STATE_FIELDS, emitter, marked, reference
 from .order import SetOrder
 from .paths import reduce_value, find_path, labelled_children, placed, placed_cause
@@ -61,7 +62,10 @@ class Walker:
         self.root = None
         self.current = None      # the object a failure outside its handler is about
         self.structure = None    # id -> structural index, see structural_index()
-        self.emit_record = emitter(self.records)
+        self.cells = []          # the cells of the records, in record order
+        self.emit_record = emitter(self.records, self.cells)
+        self.batches = Batches(self)
+        self.list_adapter = ADAPTERS_BY_TYPE[list]
         self.order = SetOrder(self.memo, self.structural_index, lambda: self.root)
         self.mention, self.refs = self._make_mention()
 
@@ -119,19 +123,39 @@ class Walker:
         unset = vars(self).get("unset", 0)
         self.handlers.clear()
         self.memo.clear()
+        if "batches" in vars(self):          # its batch handlers close over it in turn
+            vars(self.batches).clear()
         vars(self).clear()
         self.unset = unset       # the one fact a caller reads after the walk (copy())
 
     def _run(self, root):
+        """(types, records, root value, batches) of the graph from root.
+
+        Records are walked depth-first from the root; then the columns of the batch
+        objects met are taken, which meets more objects, walked in turn, until a step
+        takes nothing. Then every object gets its index: batch objects first, in batch
+        order, then records (a record's cell, its record number until now, is moved
+        past the batch objects)."""
         self.root = root
         root_value = self.value(root)
         self.drain()
+        batches = self.batches
+        while batches.step():
+            pass
+        self.first_record = first = batches.number()
+        deque(map(list.__setitem__, self.cells, repeat(0),
+                  range(first, first + len(self.cells))), 0)
         self.write_weak_entries()
-        return self.types, self.records, self.root_reference(root_value)
+        written = batches.written()
+        self.unset += batches.unset
+        return self.types, self.records, self.root_reference(root_value), written
 
     def root_reference(self, root_value):
-        if root_value.__class__ is list:
-            return reference(root_value[0], len(self.records))
+        if root_value.__class__ is list:     # the root's cell: a record's or a Ref
+            index = root_value[0]
+            if index.__class__ is Ref:
+                index = index[0]
+            return reference(index, self.first_record + len(self.records))
         return root_value
 
     def drain(self):
@@ -157,12 +181,24 @@ class Walker:
                 rec = handler(obj)
             except Exception as e:
                 raise placed(self, obj, e) from placed_cause(e)
+            if rec is None:                  # filed in its batch: no record
+                continue
             if len(stack) > base:            # visit the children first, in order
                 children = stack[base:]
                 children.reverse()
                 stack[base:] = [rec, cell, _FINISH, *children]
             else:
                 emit_record(cell, rec)
+
+    def mention_in_order(self, objs):
+        """Mention objs so that the walk visits them in this order (the stack is
+        last in, first out)."""
+        stack, mention = self.stack, self.mention
+        base = len(stack)
+        for obj in objs:
+            mention(obj)
+        if len(stack) - base > 1:
+            stack[base:] = stack[base:][::-1]
 
     def write_weak_entries(self):
         for holder, adapter, entries in self.weak:
@@ -200,8 +236,21 @@ class Walker:
             return plain[0](obj)
         return save_asset_or_object
 
+    def handler_of(self, cls):
+        handler = self.handlers.get(cls)
+        if handler is None:
+            handler = self.handlers[cls] = self.handler_for(cls)
+        return handler
+
     def plain_handler_for(self, cls):
         kind, detail = dispatch.kind_of(cls)
+        if batchable(cls, kind, detail):
+            if kind != dispatch.ADAPTER:
+                REGISTRY.check_savable_name(cls, "class")
+            return self.batches.handler(cls, kind, detail)
+        return self.record_handler_for(cls, kind, detail)
+
+    def record_handler_for(self, cls, kind, detail):
         return self.MAKERS[kind](self, cls, detail)
 
     # One maker per kind of class (autosave.dispatch), each followed by its table entry.
@@ -366,7 +415,7 @@ class Walker:
 
     def write_weak(self, holder, adapter, entries):
         memo = self.memo
-        here = memo[id(holder)][0]
+        here = memo[id(holder)][0]          # an index: the walk has numbered everything
 
         def ref(there):
             return reference(there, here)
@@ -382,7 +431,7 @@ class Walker:
             payload.extend(adapter.payload(strong, ref(there)))
         if adapter.keeps_dead and not saved:
             payload.append(None)
-        record = self.records[here]
+        record = self.records[here - self.first_record]
         record.extend(payload)
         if any(there > here for there, _ in saved):
             record[0] = marked(record[0])

@@ -75,3 +75,17 @@ class Forge:
 def raw(body, header=b"\x89ASV\x01"):
     """Bytes of an arbitrary body under a format-1 header (no checksum to forge)."""
     return header + msgpack.packb(body, use_bin_type=True, unicode_errors="surrogatepass")
+
+
+def records_body(data):
+    """[types, records, root] of a save with every object a record (its batch objects
+    expanded, as ``autosave.format.records_of`` gives them): the body of the same graph
+    in format 3, which a test can edit record by record and write back with ``pack``."""
+    from autosave.format import records_of
+    return list(records_of(data))
+
+
+def pack(body):
+    """msgpack bytes of a body (unset-slot markers and wide ints as the extensions)."""
+    from autosave.format import msgpack_pack
+    return msgpack_pack(body)

@@ -1,5 +1,5 @@
-"""The graphs saved in tests/data/format1/ and tests/data/format2/: files written in
-file format versions 1 and 2, which every later autosave must keep loading.
+"""The graphs saved in tests/data/format1/, format2/ and format3/: files written in
+file format versions 1, 2 and 3, which every later autosave must keep loading.
 
 The .sav files were written once each, by the autosave that wrote that format version,
 with

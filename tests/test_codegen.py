@@ -203,6 +203,7 @@ class Hero:
     friends: "list[Hero]" = attrs.Factory(list)
 '''
 V2 = V1 + "    gold: int = 0\n"   # a field added after generation
+HASHED = "\n    def __hash__(self):\n        return hash(self.name)\n"
 
 PROBE = '''
 import sys, warnings, autosave
@@ -484,7 +485,9 @@ def test_generated_code_reaching_past_the_context_fails_the_save_loudly(tmp_path
     """The context offers its operations and nothing else: code reaching for the
     engine's state (as generated code once did) is a SaveError with the object path,
     never a silently skipped call, whatever AUTOSAVE_STRICT says."""
-    pkg = make_package(tmp_path, V1)
+    # hashed by value: written as records, by its generated handler (a plain Hero
+    # would be written in a batch, by columns the engine reads itself)
+    pkg = make_package(tmp_path, V1 + HASHED)
     assert run(tmp_path, [pkg]).returncode == 0
     generated = tmp_path / pkg / "_autosave_generated.py"
     text = generated.read_text()

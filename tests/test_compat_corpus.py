@@ -40,7 +40,7 @@ def run(argv, capsys):
 
 
 def raw(types, records, root):
-    return frame(msgpack.packb([types, records, root], use_bin_type=True))
+    return frame(msgpack.packb([types, records, root, []], use_bin_type=True))
 
 
 # -- verify ------------------------------------------------------------------------------

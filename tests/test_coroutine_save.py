@@ -175,11 +175,11 @@ def test_a_local_the_resume_point_needs_must_be_in_the_save(game):
     g.brain = m.patrol(g, ["a"])
     run(g.brain, 1)
     data = autosave.dumps(g)
-    types_, records, root = msgpack.unpackb(unframe(data)[1], raw=False)
+    types_, records, root, batches = msgpack.unpackb(unframe(data)[1], raw=False)
     rec = next(r for r in records if types_[r[0] if r[0] >= 0 else ~r[0]][0] == "autosave.coroutine")
     i = rec.index("laps")
     del rec[i:i + 2]
-    forged = frame(msgpack.packb([types_, records, root], use_bin_type=True))
+    forged = frame(msgpack.packb([types_, records, root, batches], use_bin_type=True))
     with pytest.raises(autosave.IncompatibleSaveError, match="needs the local 'laps'"):
         autosave.loads(forged)
 

@@ -57,11 +57,11 @@ def test_the_fast_record_checks_agree_with_the_rules(table):
     ntypes, records = table
     types = [[f"t{i}", 1, []] for i in range(ntypes)]
     expected = reference(ntypes, [list(r) if type(r) is list else r for r in records])
-    data = fmt.frame(fmt.pack([types, records, None]))
+    data = fmt.frame(fmt.pack([types, records, None, []]))
     if isinstance(expected, int):
         with pytest.raises(FormatError, match=f"^record {expected} "):
             fmt.decode(data)
         return
-    _, decoded, _, _, closes_cycle = fmt.decode(data)
+    _, decoded, _, _, closes_cycle, _ = fmt.decode(data)
     assert list(closes_cycle) == expected[0]
     assert [rec[0] for rec in decoded] == expected[1]

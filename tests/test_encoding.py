@@ -131,14 +131,14 @@ def count(value, test):
 def round_trip(value, data):
     """``value`` back from ``data``, the bytes of a body holding it as a record's item
     and as the root, decoded by format.decode, with its checks."""
-    types_, records, root, unset, _ = decode(frame(data))
+    types_, records, root, unset, _, _ = decode(frame(data))
     assert types_ == [["builtins.list", 1, []]]
     assert same(records, [[0, value]]) and same(root, value)
     assert unset == 2 * count(value, lambda v: v is ABSENT)
 
 
 def body_holding(value):
-    return [[["builtins.list", 1, []]], [[0, value]], value]
+    return [[["builtins.list", 1, []]], [[0, value]], value, []]
 
 
 # -- the encoders agree -------------------------------------------------------------------
@@ -218,7 +218,7 @@ def test_the_unset_slot_marker_is_one_object_that_no_encoder_takes_for_an_array(
     assert copy.copy(ABSENT) is ABSENT and copy.deepcopy([ABSENT])[0] is ABSENT
     assert pickle.loads(pickle.dumps(ABSENT)) is ABSENT
     # The decoder hands back the very marker, so `is ABSENT` holds on a load.
-    *_, root, unset, _ = decode(frame(pack([[], [], ABSENT])))
+    _, _, root, unset, _, _ = decode(frame(pack([[], [], ABSENT, []])))
     assert root is ABSENT and unset == 1
 
 

@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import autosave
+import forge
 import helpers
 from autosave import FormatError, IncompatibleSaveError, LoadError, UntrustedTypeError
 from autosave.format import unframe
@@ -149,7 +150,7 @@ def sample_graph():
 def decode_body(data):
     """A save's body as format 1 holds it: wide ints, inline since format 3, become the
     ``builtins.int`` records format 1 had (appended, so referred to forward)."""
-    types, records, root = msgpack.unpackb(unframe(data)[1], raw=False,
+    types, records, root = msgpack.unpackb(forge.pack(forge.records_body(data)), raw=False,
                                            unicode_errors="surrogatepass",
                                            strict_map_key=False)
     for rec in list(records):
@@ -658,7 +659,7 @@ def test_cycle_marks_are_advisory():
     lst = []
     lst.append(lst)
     honest = autosave.dumps({"loop": lst})
-    types, records, root = msgpack.unpackb(unframe(honest)[1])
+    types, records, root = msgpack.unpackb(forge.pack(forge.records_body(honest)))
     plain = [[~r[0] if r[0] < 0 else r[0], *r[1:]] for r in records]
     marked = [[~r[0] if r[0] >= 0 else r[0], *r[1:]] for r in records]
     for variant in (plain, marked):

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import autosave
 import autosave.format
 import format1_graphs
+import forge
 import helpers
 from autosave import ChecksumError, FormatError, TruncatedSaveError
 from autosave.cli import main as cli_main
@@ -26,7 +27,7 @@ from autosave.format import FRAME_SIZE, frame, unframe
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 FORMAT1 = DATA / "format1"
-OLD_FORMATS = {1: FORMAT1, 2: DATA / "format2"}    # written by the autosave of each version
+OLD_FORMATS = {1: FORMAT1, 2: DATA / "format2", 3: DATA / "format3"}    # written by the autosave of each version
 FUZZ = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "0"))
 SETTINGS = dict(deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -59,12 +60,12 @@ def test_header_layout_is_the_documented_one():
     data = autosave.dumps({"hp": 3, "name": "Anna"})
     body = data[21:]
     assert data[0:4] == b"\x89ASV"
-    assert data[4] == 3
+    assert data[4] == 4
     assert int.from_bytes(data[5:13], "little") == len(body)
     # The checksum covers every byte of the file but its own eight.
     assert int.from_bytes(data[13:21], "little") == xxhash.xxh3_64_intdigest(data[:13] + body)
     assert msgpack.unpackb(body) == msgpack.unpackb(bytes(unframe(data)[1]))
-    assert unframe(data)[0] == 3 and FRAME_SIZE == 21
+    assert unframe(data)[0] == 4 and FRAME_SIZE == 21
 
 
 def test_a_corrupt_body_is_refused_before_anything_is_decoded(monkeypatch):
@@ -85,7 +86,9 @@ def test_the_checksum_catches_an_edit_format1_would_load_silently():
     edited = body.replace(msgpack.packb(1000), msgpack.packb(9999))
     assert edited != body
     # Without a checksum, the edited value loads as if it had been saved...
-    assert autosave.loads(b"\x89ASV\x01" + edited) == [9999, "gold"]
+    format1 = forge.pack(forge.records_body(data)).replace(msgpack.packb(1000),
+                                                           msgpack.packb(9999))
+    assert autosave.loads(b"\x89ASV\x01" + format1) == [9999, "gold"]
     # ...with one, the same edit is caught.
     with pytest.raises(ChecksumError):
         autosave.loads(data[:FRAME_SIZE] + edited)
@@ -224,9 +227,9 @@ def test_a_forged_frame_with_a_valid_checksum_still_meets_the_body_checks():
     # The checksum catches accidents, not forgers: anyone can compute it. Whatever a
     # correctly framed file holds is checked as before.
     with pytest.raises(FormatError, match="msgpack map"):
-        autosave.loads(frame(msgpack.packb([[], [], {"a": 1}])))
+        autosave.loads(frame(msgpack.packb([[], [], {"a": 1}, []])))
     with pytest.raises(autosave.UntrustedTypeError):
-        autosave.loads(frame(msgpack.packb([[["os.system", 1, []]], [[0]], [-1]])))
+        autosave.loads(frame(msgpack.packb([[["os.system", 1, []]], [[0]], [-1], []])))
 
 
 # -- a checkpoint log is not a save ------------------------------------------------------
@@ -289,7 +292,7 @@ def test_dump_reports_each_files_own_format_version(tmp_path, capsys):
     path = tmp_path / "new.sav"
     autosave.save(path, 7)
     assert cli_main(["dump", str(path)]) == 0
-    assert json.loads(capsys.readouterr().out)["format"] == 3
+    assert json.loads(capsys.readouterr().out)["format"] == 4
 
 
 def test_format1_truncations_are_still_format_errors():

@@ -114,7 +114,7 @@ def test_structure_edits(tmp_path, capsys, data):
     new = data.draw(values)
     try:
         body = edited(BODY, path, op, new)
-        blob = encode(*body) if type(body) is list and len(body) == 3 else None
+        blob = encode(*body) if type(body) is list and len(body) == 4 else None
     except (TypeError, ValueError, OverflowError):
         return
     if blob is None:

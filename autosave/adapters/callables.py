@@ -336,6 +336,7 @@ class ReduceAdapter(Adapter):
     """
     name, has_fill = "autosave.reduce", True
     build_slice = slice(1, 4)
+    build_reads = slice(1, 4)      # the constructor may read its arguments (see rebuild)
     fill_finished = slice(4, None)
 
     def parts_of(self, obj, rv):

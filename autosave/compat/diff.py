@@ -16,7 +16,7 @@ import attrs
 
 from ..adapters import ADAPTERS_BY_NAME
 from ..errors import FormatError
-from ..format import ABSENT, decode, target as reference_target
+from ..format import ABSENT, records_of, target as reference_target
 
 MAPPINGS = {"builtins.dict", "collections.OrderedDict", "collections.Counter"}
 SETS = {"builtins.set", "builtins.frozenset"}
@@ -52,7 +52,7 @@ class Side:
     def __init__(self, data, which):
         self.which = which
         try:
-            self.types, self.records, self.root, _, _ = decode(data)
+            self.types, self.records, self.root = records_of(data)
         except FormatError as e:
             raise FormatError(f"{which}: {e}") from None
         for t in range(len(self.types)):

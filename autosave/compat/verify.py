@@ -20,7 +20,7 @@ import attrs
 from ..adapters import ADAPTERS_BY_NAME
 from ..errors import CorpusError, CorruptLogError, FormatError, LoadError
 from ..files import loads
-from ..format import ABSENT, MAGIC, STATE_FIELDS, decode, target
+from ..format import ABSENT, MAGIC, STATE_FIELDS, decode, records_of, target
 from ..log.file import MAGIC as LOG_MAGIC
 from ..log.file import PAYLOAD, LogFile
 from ..log.history import CheckpointLog
@@ -225,7 +225,7 @@ class TypeReader:
 
 
 def type_mismatches(data):
-    types_, records, _, _, _ = decode(data)
+    types_, records, _ = records_of(data)
     reader = TypeReader(types_, records)
     plan = {}
     out = []

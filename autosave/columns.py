@@ -1,0 +1,317 @@
+"""Save: the objects written in batches, a column per field (docs/format.md, "Batches").
+
+Plain instances (a ``slots`` or ``dict`` layout, hashed by identity) and exact lists are
+not written one record each: each type has one *batch*, and each of its fields one
+*column* holding that field of every object of the batch, in order. Columns are read
+off the objects at C speed (``attrgetter``, ``zip``, ``chain``); what a column refers to
+is found in bulk (``map(memo.get, map(id, ...))``); only objects met for the first time
+cost a step each. An object of a batch needs no record before the ones referring to it:
+a load allocates every batch object first, so nothing refers to one "too early".
+
+The walk (``walk.Walker``) meets batch objects in records and in columns; each gets a
+``Ref`` when first met, the array written wherever it is referred to, whose index is
+filled in once the walk knows every batch's size (``Batches.finish``).
+"""
+
+from collections import deque
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_, itemgetter, not_, sub
+
+from .format import ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES
+from .paths import placed, placed_cause
+from .registry import REGISTRY
+
+_ABSENT_TYPE = type(ABSENT)
+_INLINE_COLUMN = INLINE_TYPES | {_ABSENT_TYPE}
+_first = itemgetter(0)
+
+
+class Ref(list):
+    """[index] of a batch object: one per object, shared by every record that refers to
+    it and written as the reference itself. Until the walk ends it holds a negative
+    placeholder, the object's discovery order (a key the canonical set order can
+    compare with record indices, and a value no record index takes)."""
+    __slots__ = ()
+
+
+def batchable(cls, kind, detail):
+    """Whether instances of cls are written in a batch: plain instances hashed by
+    identity (a value hash may need its fields while a load still fills them), and
+    lists."""
+    if kind in ("slots", "dict"):
+        return cls.__hash__ is object.__hash__ or cls.__hash__ is None
+    return cls is list
+
+
+class Batch:
+    """The objects of one type entry, in discovery order, and their columns so far."""
+    __slots__ = ("t", "objs", "refs", "done", "segments", "get")
+
+    def __init__(self, t, nfields, get):
+        self.t = t
+        self.objs = []
+        self.refs = []
+        self.done = 0                  # objects whose columns are taken
+        self.segments = [[] for _ in range(nfields)]   # per column: [(kind, values)]
+        self.get = get                 # objs -> one sequence per column
+
+
+class Batches:
+    """The batches of one walk, in the order their types were first met."""
+
+    def __init__(self, walker):
+        self.walker = walker
+        self.memo = walker.memo
+        self.by_class = {}             # class -> Batch, or (class -> {shape: Batch})
+        self.all = []
+        self.serial = 0                # batch objects met so far
+        self.stale = []                # cells of batch objects met as records would be
+        self.unset = 0
+
+    # -- meeting objects -------------------------------------------------------------
+
+    def batch_of(self, cls, kind, schema):
+        """The batch of cls (for dict layouts: a function of the shape to its batch)."""
+        walker = self.walker
+        if kind == "slots":
+            slots = schema.saved_slots
+            batch = Batch(walker.index_of((cls, slots), schema.name, schema.version, slots),
+                          len(slots), _slot_columns(slots, self))
+            self.all.append(batch)
+            return batch
+        if kind == "dict":
+            shapes = {}
+
+            def shaped(shape):
+                batch = shapes.get(shape)
+                if batch is None:
+                    batch = shapes[shape] = Batch(
+                        walker.index_of((cls, shape), schema.name, schema.version, shape),
+                        len(shape), _dict_columns(len(shape)))
+                    self.all.append(batch)
+                return batch
+            return shaped
+        batch = Batch(walker.index_of(walker.list_adapter), 2, _list_columns)
+        self.all.append(batch)
+        return batch
+
+    def handler(self, cls, kind, schema):
+        """The walk's handler for cls: files the object in its batch, writes no record."""
+        batch = self.batch_of(cls, kind, schema)
+        if cls not in REGISTRY.asset_classes:     # assets are told apart one by one
+            self.by_class[cls] = batch
+        memo, add = self.memo, self.add
+        stale = self.stale.append
+        if kind == "dict":
+            def file_dict(obj):
+                cell = memo[id(obj)]
+                cell[0] = add(batch(tuple(obj.__dict__)), obj)
+                stale(cell)
+            return file_dict
+
+        def file(obj):
+            cell = memo[id(obj)]         # what records met so far hold: now the Ref
+            cell[0] = add(batch, obj)
+            stale(cell)                  # columns may hold it too: numbered with the Ref
+        return file
+
+    def add(self, batch, obj):
+        self.serial += 1
+        ref = Ref((-self.serial,))
+        self.memo[id(obj)] = ref
+        batch.objs.append(obj)
+        batch.refs.append(ref)
+        return ref
+
+    def add_all(self, batch, objs):
+        """File objects met for the first time, all of batch's type, at C speed."""
+        n = len(objs)
+        refs = list(map(Ref, zip(range(-self.serial - 1, -self.serial - n - 1, -1))))
+        self.serial += n
+        self.memo.update(zip(map(id, objs), refs))
+        batch.objs += objs
+        batch.refs += refs
+
+    def meet(self, objs):
+        """Objects a column refers to that the walk has not met, distinct, in order:
+        filed in batches in bulk where they share a batched class, else mentioned."""
+        classes = list(map(type, objs))
+        kinds = dict.fromkeys(classes)
+        if len(kinds) == 1:
+            self.meet_class(classes[0], objs)
+            return
+        # Classes already filed in batches: each in bulk, in the order met; the rest
+        # are walked in order (their handlers, and type entries, made as they come).
+        by_class = self.by_class
+        rest = [cls for cls in kinds if cls not in by_class]
+        for cls in kinds:
+            if cls in by_class:
+                self.meet_class(cls, list(compress(objs, map(is_, classes, repeat(cls)))))
+        if rest:
+            if len(rest) < len(kinds):
+                objs = list(compress(objs, map(set(rest).__contains__, classes)))
+            self.walker.mention_in_order(objs)
+
+    def meet_class(self, cls, objs):
+        walker = self.walker
+        if cls not in self.by_class:
+            try:
+                walker.handler_of(cls)       # decides, files cls in by_class if batched
+            except Exception as e:
+                raise placed(walker, objs[0], e) from placed_cause(e)
+        batch = self.by_class.get(cls)
+        if batch is not None:
+            if batch.__class__ is Batch:
+                self.add_all(batch, objs)
+                return
+            shapes = list(map(tuple, map(dict.keys, map(_vars, objs))))
+            distinct = dict.fromkeys(shapes)
+            if len(distinct) == 1:
+                self.add_all(batch(shapes[0]), objs)
+                return
+            for shape in distinct:          # by shape, each in the order met
+                self.add_all(batch(shape), list(compress(objs, map(shape.__eq__, shapes))))
+            return
+        walker.mention_in_order(objs)
+
+    # -- columns -----------------------------------------------------------------------
+
+    def step(self):
+        """Take the columns of every batch object met since the last step; False when
+        there were none. What they refer to is met, and walked, in turn."""
+        taken = False
+        for batch in self.all:
+            if batch.done == len(batch.objs):
+                continue
+            taken = True
+            objs = batch.objs[batch.done:]
+            batch.done = len(batch.objs)
+            for segments, column in zip(batch.segments, batch.get(objs)):
+                segments.append(self.classify(column))
+                self.walker.drain()
+        return taken
+
+    def classify(self, column):
+        """(kind, values) of a stretch of a column, meeting what it refers to; a mixed
+        stretch's values are (mask, inline values, objects referred to)."""
+        kinds = set(map(type, column))
+        if _ABSENT_TYPE in kinds:            # unset slots: a load checks their count
+            self.unset += sum(map(is_, column, repeat(ABSENT)))
+        if kinds <= _INLINE_COLUMN:
+            return COLUMN_INLINE, column
+        if kinds.isdisjoint(_INLINE_COLUMN):
+            return COLUMN_REFS, self.refer(column)
+        inline = list(map(_INLINE_COLUMN.__contains__, map(type, column)))
+        refs = self.refer(list(compress(column, map(not_, inline))))
+        return COLUMN_MIXED, (bytes(map(not_, inline)), list(compress(column, inline)), refs)
+
+    def refer(self, objs):
+        """The cells of objs (each holds the object's index once the walk numbers
+        everything), meeting the objects the walk has not met yet."""
+        ids = list(map(id, objs))
+        memo = self.memo
+        cells = list(map(memo.get, ids))
+        if None in cells:
+            new = list(map(is_, cells, repeat(None)))
+            self.meet(list(dict(zip(compress(ids, new), compress(objs, new))).values()))
+            for k in compress(range(len(cells)), new):
+                cells[k] = memo[ids[k]]
+        # met before but only mentioned ([None]): the walk visits them
+        return cells
+
+    # -- the end of the walk -------------------------------------------------------------
+
+    def count(self):
+        return sum(len(b.objs) for b in self.all)
+
+    def number(self):
+        """Give every batch object its index: batches first, in order."""
+        start = 0
+        for batch in self.all:
+            n = len(batch.objs)
+            deque(map(list.__setitem__, batch.refs, repeat(0), range(start, start + n)), 0)
+            start += n
+        for cell in self.stale:
+            cell[0] = cell[0][0]
+        return start
+
+    def written(self):
+        """The batches as the body holds them: [t, n, column...], once indices are known."""
+        out = []
+        for batch in self.all:
+            columns = []
+            for segments in batch.segments:
+                kinds = {k for k, _ in segments}
+                if kinds == {COLUMN_INLINE}:
+                    columns.append([COLUMN_INLINE,
+                                    list(chain.from_iterable(v for _, v in segments))])
+                elif kinds == {COLUMN_REFS}:
+                    columns.append([COLUMN_REFS, self.differences(
+                        chain.from_iterable(v for _, v in segments))])
+                else:
+                    columns.append(self.mixed(segments))
+            out.append([batch.t, len(batch.objs), *columns])
+        return out
+
+    @staticmethod
+    def differences(cells):
+        """The index differences that refer to the objects of these cells, in order."""
+        index = list(map(_first, cells))
+        return list(map(sub, index, chain((0,), index)))
+
+    def mixed(self, segments):
+        masks, inline, refs = [], [], []
+        for kind, values in segments:
+            if kind == COLUMN_INLINE:
+                masks.append(bytes(len(values)))
+                inline.append(values)
+            elif kind == COLUMN_REFS:
+                masks.append(b"\x01" * len(values))
+                refs.append(values)
+            else:
+                masks.append(values[0])
+                inline.append(values[1])
+                refs.append(values[2])
+        return [COLUMN_MIXED, b"".join(masks), list(chain.from_iterable(inline)),
+                self.differences(chain.from_iterable(refs))]
+
+
+def _vars(obj):
+    return obj.__dict__
+
+
+def _slot_columns(slots, batches):
+    if not slots:
+        return lambda objs: ()
+    get = attrgetter(*slots)
+    one = len(slots) == 1
+
+    def columns(objs):
+        try:
+            rows = list(map(get, objs))
+        except AttributeError:           # an unset slot: ABSENT in its place
+            rows = [tuple(_slot_or_absent(obj, name) for name in slots) for obj in objs]
+            return list(zip(*rows)) if not one else [[r[0] for r in rows]]
+        return [rows] if one else list(zip(*rows))
+    return columns
+
+
+def _slot_or_absent(obj, name):
+    try:
+        return object.__getattribute__(obj, name)
+    except AttributeError:
+        return ABSENT
+
+
+def _dict_columns(nfields):
+    if not nfields:
+        return lambda objs: ()
+
+    def columns(objs):
+        # strict: an object whose attributes changed during the walk is an error
+        return list(zip(*map(dict.values, map(_vars, objs)), strict=True))
+    return columns
+
+
+def _list_columns(objs):
+    return [list(map(len, objs)), list(chain.from_iterable(objs))]

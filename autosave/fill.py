@@ -1,0 +1,191 @@
+"""Load: the batch objects, allocated before any record and filled from their columns
+once the records are built (docs/format.md, "Batches"; the save side is ``columns``).
+
+Allocation is one ``map`` per batch; a column of references is resolved by one ``map``
+over the built objects, and set by one ``map`` of the slot's setter (or one
+``dict.update`` per object) when the class maps the saved fields straight onto itself.
+Anything else (upgrade hooks, defaults, dropped fields, unset slots) goes through the
+class plan's own fill, object by object, with the same checks as a record's.
+"""
+
+from collections import deque
+from itertools import accumulate, compress, islice, repeat
+from operator import is_
+
+from .errors import FormatError
+from .format import ABSENT, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES
+
+_ABSENT = type(ABSENT)
+_INLINE_VALUES = INLINE_TYPES | {_ABSENT}
+
+
+def allocate(plans, batches, list_plan, instance_plan):
+    """The batch objects, empty, in index order; checks each batch's type and columns."""
+    objs = []
+    for b, batch in enumerate(batches):
+        t, n = batch[0], batch[1]
+        plan = plans[t]
+        if plan is list_plan:
+            if len(batch) != 4:
+                raise FormatError(f"batch {b} (lists) must have 2 columns, it has "
+                                  f"{len(batch) - 2}")
+            objs += map(list, repeat((), n))
+        elif type(plan) is instance_plan and plan.base is None:
+            if len(batch) != 2 + plan.nfields:
+                raise FormatError(f"batch {b} ({plan.schema.name}) must have "
+                                  f"{plan.nfields} columns, it has {len(batch) - 2}")
+            objs += map(plan.new, repeat(plan.cls, n))
+        else:
+            raise FormatError(f"batch {b}: type {t} is not one whose objects are written "
+                              f"in batches")
+    return objs
+
+
+def _vars(obj):
+    return obj.__dict__
+
+
+class Filler:
+    """Fills the batch objects of one load, once every record is built or waiting."""
+
+    def __init__(self, plans, batches, objs, list_plan, missing):
+        self.plans, self.batches, self.objs = plans, batches, objs
+        self.list_plan = list_plan
+        self.missing = missing        # the loader's marker of a record not built yet
+        self.patches = {}             # index of a record not built -> [(setter, args, k)]
+        self.pending = {}             # batch object -> its values still to patch in
+        self.late = []                # (plan, obj, row, waited): fills that wait for records
+
+    def fill(self, any_missing):
+        """Fill every batch; a value not built yet (a record the loader still waits
+        for) is patched in when it is (``patches``)."""
+        objs, start = self.objs, 0
+        self.any_missing = any_missing
+        for b, batch in enumerate(self.batches):
+            n = batch[1]
+            members = objs[start:start + n]
+            plan = self.plans[batch[0]]
+            lists = plan is self.list_plan
+            try:
+                columns = [self.resolve(column, None if lists and i else n)
+                           for i, column in enumerate(islice(batch, 2, None))]
+                if lists:
+                    self.fill_lists(members, columns, any_missing, start)
+                else:
+                    self.fill_instances(plan, members, columns, any_missing, start)
+            except FormatError as e:
+                raise FormatError(f"batch {b}: {e}") from None
+            start += n
+
+    def resolve(self, column, n):
+        """(values, index, unset): the column's values resolved; when some may not be
+        built yet, the index each value refers to (None for inline values); whether
+        it holds unset-slot markers."""
+        kind = column[0]
+        size = len(column[1])
+        if n is not None and size != n:
+            raise FormatError(f"a column holds {size} values for {n} objects")
+        if kind == COLUMN_INLINE:
+            values = column[1]
+            kinds = set(map(type, values))
+            if not kinds <= _INLINE_VALUES:
+                raise FormatError("a column of inline values holds a reference")
+            return values, None, _ABSENT in kinds
+        index = self.indices(column[-1])
+        refs = list(map(self.objs.__getitem__, index))
+        if kind == COLUMN_REFS:
+            return refs, index, False
+        mask, inline = column[1], column[2]
+        kinds = set(map(type, inline))
+        if not kinds <= _INLINE_VALUES:
+            raise FormatError("a mixed column's inline values hold a reference")
+        if mask.count(1) != len(refs) or mask.count(0) != len(inline) or \
+                size != len(refs) + len(inline):
+            raise FormatError("a mixed column's mask does not match its values")
+        values = list(map(next, map((iter(inline), iter(refs)).__getitem__, mask)))
+        if self.any_missing:
+            index = list(map(next, map((repeat(None), iter(index)).__getitem__, mask)))
+        return values, index, _ABSENT in kinds
+
+    def indices(self, differences):
+        if differences and set(map(type, differences)) != {int}:
+            raise FormatError("a column's references are not ints")
+        index = list(accumulate(differences))
+        if index and (min(index) < 0 or max(index) >= len(self.objs)):
+            raise FormatError(f"a column refers past the {len(self.objs)} objects of the save")
+        return index
+
+    def waiting(self, values, index, any_missing):
+        """(position, record index) of the values not built yet."""
+        if not any_missing or index is None:
+            return ()
+        missing = list(map(is_, values, repeat(self.missing)))
+        if not any(missing):
+            return ()
+        return list(compress(zip(range(len(values)), index), missing))
+
+    def patch(self, j, setter, args, k):
+        """Set a value of batch object ``k`` once record ``j`` is built; until then
+        ``k`` counts as unfinished (``pending``)."""
+        self.patches.setdefault(j, []).append((setter, args, k))
+        self.pending[k] = self.pending.get(k, 0) + 1
+
+    def fill_lists(self, lists, columns, any_missing, start):
+        (lengths, _, _), (items, index, _) = columns
+        if not set(map(type, lengths)) <= {int} or (lengths and min(lengths) < 0):
+            raise FormatError("list lengths must be non-negative ints")
+        if sum(lengths) != len(items):
+            raise FormatError(f"the lists' lengths add up to {sum(lengths)}, the column "
+                              f"holds {len(items)} items")
+        it = iter(items)
+        deque(map(list.extend, lists, map(islice, repeat(it), lengths)), 0)
+        waiting = self.waiting(items, index, any_missing)
+        if waiting:
+            starts = list(accumulate(lengths, initial=0))
+            owner = 0
+            for pos, j in waiting:
+                while starts[owner + 1] <= pos:
+                    owner += 1
+                self.patch(j, list.__setitem__, (lists[owner], pos - starts[owner]),
+                           start + owner)
+
+    def fill_instances(self, plan, objs, columns, any_missing, start):
+        values = [v for v, _, _ in columns]
+        waiting = [self.waiting(v, index, any_missing) for v, index, _ in columns]
+        absent = any(has_absent for _, _, has_absent in columns)
+        direct = plan.direct if not absent and not plan.upgrades else None
+        if direct == "slots":
+            for (_, set_slot), column, late in zip(plan.slot_setters, values, waiting):
+                deque(map(set_slot, objs, column), 0)
+                for k, j in late:
+                    self.patch(j, set_slot, (objs[k],), start + k)
+            return
+        if direct == "dict":
+            fields = plan.fields
+            dicts = map(dict, map(zip, repeat(fields), zip(*values)))
+            deque(map(dict.update, map(_vars, objs), dicts), 0)
+            for name, late in zip(fields, waiting):
+                for k, j in late:
+                    self.patch(j, dict.__setitem__, (objs[k].__dict__, name), start + k)
+            return
+        # The plan's own fill, one object at a time, on a record's row [t, values...];
+        # an object whose values are not all built waits for them (fill_late).
+        rows = list(zip(repeat(None), *values)) if values else [(None,)] * len(objs)
+        late = {}
+        for field, stretch in enumerate(waiting, 1):
+            for k, j in stretch:
+                late.setdefault(k, []).append((field, j))
+        for k, (obj, row) in enumerate(zip(objs, rows)):
+            if k in late:
+                self.late.append((plan, obj, row, late[k]))
+            else:
+                plan.fill(obj, row)
+
+    def fill_late(self):
+        """The fills that waited for records the loader built after the batches."""
+        objs = self.objs
+        for plan, obj, row, waited in self.late:
+            row = list(row)
+            for field, j in waited:
+                row[field] = objs[j]
+            plan.fill(obj, row)

@@ -1,0 +1,286 @@
+"""Load: a *plan* per type entry, made from the saved name, version and field names and
+the class as it is now (trust, renamed classes, versions, upgrade hooks, added and
+removed fields): how ``rebuild`` builds and fills that type's records and ``fill`` its
+batch objects.
+"""
+
+import sys
+from collections import deque
+from itertools import islice
+
+from .adapters import ADAPTERS_BY_NAME
+from .adapters.callables import apply_default_state
+from .adapters.containers import flood_checked
+from .errors import FormatError, IncompatibleSaveError, LoadError
+from .format import ABSENT, STATE_FIELDS, type_entry
+from .loadcheck import bound_hook, describe
+from .registry import REGISTRY
+from .schema import schema_of
+from .upgrades import run_upgrades, upgrade_chain
+
+
+# -- plans for classes -------------------------------------------------------------------
+
+class EnumPlan:
+    mutable, has_fill, has_loaded_hook = False, False, False
+    build_slice, build_finished, fill_finished, hashes = slice(1, None), None, None, False
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def build(self, vals):
+        if len(vals) == 2:
+            if type(vals[1]) is not str:
+                raise FormatError(f"an enum {self.cls.__qualname__} record holds a "
+                                  f"member name")
+            member = self.cls.__members__.get(vals[1])
+            if member is None:
+                raise IncompatibleSaveError(
+                    f"enum {self.cls.__qualname__} has no member {vals[1]!r} any more")
+            return member
+        _, none, value = vals
+        if type(value) not in _PLAIN:     # looked up by hash: plain values only
+            raise FormatError(f"an enum {self.cls.__qualname__} record holds a "
+                              f"{type(value).__name__} value")
+        try:
+            return self.cls(value)
+        except ValueError:
+            raise IncompatibleSaveError(
+                f"enum {self.cls.__qualname__} has no value {value!r} any more") from None
+
+
+_PLAIN = (type(None), bool, int, float, str, bytes)
+
+
+class StatePlan:
+    """A class saved through ``__getstate__``; filled by ``__setstate__``."""
+    mutable, has_fill = True, True
+    build_finished, fill_finished, hashes = None, slice(1, None), False
+
+    def __init__(self, cls, saved_version=None):
+        self.cls = cls
+        self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
+        self.hash_kind = 0 if cls.__hash__ in (object.__hash__, None) else 2
+        self.schema = schema_of(cls)
+        self.saved_version = self.schema.version if saved_version is None else saved_version
+        self.upgrades = upgrade_chain(self.schema, self.saved_version)
+
+    def allocate(self, rec):
+        if len(rec) > 2:
+            raise ValueError(f"a {self.cls.__qualname__} record holds one state value")
+        return self.cls.__new__(self.cls)
+
+    def fill(self, obj, vals):
+        if len(vals) < 2:
+            return
+        state = vals[1]
+        if self.upgrades:
+            # a state class's hooks take its state dict, as they take others' fields
+            if type(state) is not dict:
+                raise IncompatibleSaveError(
+                    f"{self.schema.name} version {self.saved_version} was saved with a "
+                    f"{type(state).__name__} state; upgrade hooks take a dict state")
+            state = run_upgrades(self.schema, self.saved_version, self.upgrades, state)
+        setstate = bound_hook(obj, "__setstate__")
+        try:
+            if setstate is not None:
+                setstate(state)
+            else:
+                apply_default_state(obj, state)
+        except LoadError:
+            raise
+        except Exception as e:
+            raise IncompatibleSaveError(
+                f"{self.cls.__qualname__}.__setstate__ failed on the saved state: "
+                f"{describe(e)}") from e
+
+
+class InstancePlan:
+    """A class saved field by field, mapped onto the class as it is now."""
+
+    def __init__(self, cls, saved_name, saved_version, fields):
+        schema = self.schema = schema_of(cls)
+        self.cls = cls
+        # interned, as attribute names are (and as pickle's loads gives them)
+        self.fields = fields = list(map(sys.intern, fields))
+        self.nfields = len(fields)
+        self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
+        self.unset_slots = 0        # unset-slot markers consumed, checked against the file
+        base = schema.base
+        self.base = base
+        self.mutable = base is None or base in (list, dict, set, deque)
+        self.has_fill = True
+        self.build_slice = slice(1 + self.nfields, None)
+        self.build_finished = self.build_slice if base is frozenset else None
+        self.fill_finished = {dict: slice(1 + self.nfields, None, 2),
+                              set: self.build_slice}.get(base)
+        self.hashes = base in (dict, set, frozenset)
+        hash_ = cls.__hash__
+        self.hash_kind = (1 if hash_ is tuple.__hash__ else
+                          0 if hash_ in (object.__hash__, None, frozenset.__hash__) else 2)
+        self.saved_version = saved_version
+        self.upgrades = upgrade_chain(schema, saved_version)
+        self.slots = frozenset(schema.slots)
+        self.setters = []           # (record position, name, is_slot)
+        for pos, name in enumerate(fields, 1):
+            if name in schema.transient:
+                continue
+            if name in self.slots:
+                self.setters.append((pos, name, True))
+            elif schema.has_dict:
+                self.setters.append((pos, name, False))
+        present = set(fields) - schema.transient
+        self.defaults = []          # (name, FieldDefault) to apply after the fields
+        if not self.upgrades:       # with hooks, what they return decides (fill_upgraded)
+            for name in schema.declared or ():
+                if name in present:
+                    continue
+                d = schema.defaults.get(name)
+                if d is not None and d.exists:
+                    self.defaults.append((name, d))
+                elif name not in schema.transient:
+                    raise IncompatibleSaveError(
+                        f"{schema.name} has a field {name!r} the save does not hold, and "
+                        f"the field has no default; give it a default or an "
+                        f"@autosave.upgrade hook")
+        self.new = (base or object).__new__
+        self.create = self.create_from_record = None
+        self.direct = None          # "slots" or "dict": fields map straight onto the class
+        # The class's layout (the schema's one decision) picks the fill; a record that
+        # needs upgrades, defaults or skips a field takes the general one.
+        simple = not self.upgrades and not self.defaults
+        if simple and schema.layout == "dict" and len(self.setters) == self.nfields:
+            self.fill, self.create = self.fill_dict, self.create_filled
+            self.direct = "dict"
+        elif simple and schema.layout == "slots" and all(is_slot for _, _, is_slot in self.setters):
+            self.slot_setters = [(pos, getattr(cls, name).__set__) for pos, name, _ in self.setters]
+            self.fill, self.create = self.fill_slots, self.create_filled
+            self.direct = "slots"
+
+    def allocate(self, rec):
+        if len(rec) != 1 + self.nfields and self.base is None:
+            raise ValueError(f"a {self.schema.name} record holds {self.nfields} fields, "
+                             f"found {len(rec) - 1}")
+        return self.new(self.cls)
+
+    def create_filled(self, rec, vals):
+        obj = self.allocate(rec)
+        self.fill(obj, vals)
+        return obj
+
+    def fill_dict(self, obj, vals):
+        obj.__dict__.update(zip(self.fields, islice(vals, 1, None)))
+
+    def fill_slots(self, obj, vals):
+        for pos, set_slot in self.slot_setters:
+            v = vals[pos]
+            if v is not ABSENT:
+                set_slot(obj, v)
+            else:
+                self.unset_slots += 1
+
+    def build(self, vals):
+        payload = vals[1 + self.nfields:]
+        base = self.base
+        if base is frozenset:
+            flood_checked(vals, 1 + self.nfields, 1, f"a {self.schema.name}")
+        if base is tuple or base is frozenset:
+            return base.__new__(self.cls, payload)
+        (value,) = payload
+        if type(value) is not base and not (base is int and type(value) is int):
+            raise ValueError(f"a {self.schema.name} record holds a {base.__name__} value")
+        return base.__new__(self.cls, value)
+
+    def fill(self, obj, vals):
+        nf = self.nfields
+        if self.upgrades:
+            self.fill_upgraded(obj, vals)
+        else:
+            setattr_ = object.__setattr__
+            d = obj.__dict__ if self.schema.has_dict else None
+            for pos, name, is_slot in self.setters:
+                v = vals[pos]
+                if is_slot:
+                    if v is not ABSENT:
+                        setattr_(obj, name, v)
+                    else:
+                        self.unset_slots += 1
+                else:
+                    d[name] = v
+        for name, default in self.defaults:
+            self.set_field(obj, name, default.make(obj))
+        base = self.base
+        if base is list:
+            list.extend(obj, islice(vals, 1 + nf, None))
+        elif base is dict:
+            flood_checked(vals, 1 + nf, 2, f"a {self.schema.name}")
+            it = islice(vals, 1 + nf, None)
+            dict.update(obj, zip(it, it))
+        elif base is set:
+            flood_checked(vals, 1 + nf, 1, f"a {self.schema.name}")
+            set.update(obj, islice(vals, 1 + nf, None))
+        elif base is deque:
+            maxlen = vals[1 + nf]
+            if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
+                raise ValueError("a deque's maxlen must be None or a non-negative int")
+            deque.__init__(obj, islice(vals, 2 + nf, None), maxlen)
+
+    def set_field(self, obj, name, value):
+        if name in self.slots:
+            object.__setattr__(obj, name, value)
+        elif self.schema.has_dict:
+            obj.__dict__[name] = value
+
+    def fill_upgraded(self, obj, vals):
+        fields = {}
+        for name, v in zip(self.fields, islice(vals, 1, None)):
+            if v is not ABSENT:
+                fields[name] = v
+            elif name in self.slots:
+                self.unset_slots += 1
+        schema = self.schema
+        fields = run_upgrades(schema, self.saved_version, self.upgrades, fields)
+        declared = schema.declared
+        for name, value in fields.items():
+            if name not in schema.transient:
+                self.set_field(obj, name, value)     # a field the class lost is dropped
+        for name in declared or ():
+            if name in fields or name in schema.transient:
+                continue
+            d = schema.defaults.get(name)
+            if d is None or not d.exists:
+                raise IncompatibleSaveError(
+                    f"{schema.name} field {name!r} has no value after the upgrade hooks from "
+                    f"version {self.saved_version} ran, and no default; the hook for "
+                    f"version {schema.version - 1} must supply it")
+            self.set_field(obj, name, d.make(obj))
+
+
+# -- type entries -> plans ---------------------------------------------------------------
+
+def plan_for(index, entry):
+    name, version, fields = type_entry(index, entry)
+    adapter = ADAPTERS_BY_NAME.get(name)
+    if adapter is not None:
+        if fields:
+            raise FormatError(f"type entry {index} ({name}) must not list fields")
+        return adapter
+    cls = REGISTRY.resolve(name, "class")
+    if not isinstance(cls, type):
+        raise IncompatibleSaveError(f"the save's type {name!r} now names a "
+                                    f"{type(cls).__name__}, not a class")
+    schema = schema_of(cls)
+    if schema.strategy == "enum":
+        return EnumPlan(cls)
+    if fields == list(STATE_FIELDS):
+        return StatePlan(cls, version)
+    return InstancePlan(cls, name, version, fields)
+
+
+def release_plans(plans):
+    """Empty the plans of a load (or of a save's check that it would load): a plan keeps
+    its own bound methods (``fill``, ``create``), a cycle per class for the collector.
+    Adapters are shared and hold none."""
+    for plan in plans:
+        if type(plan) in (InstancePlan, StatePlan, EnumPlan):
+            vars(plan).clear()

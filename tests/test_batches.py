@@ -1,0 +1,158 @@
+"""Format 4's batches (docs/format.md, "Batches"): what the writer puts in them, what a
+load does with them, and forged batches, each refused with a FormatError that names
+the batch, never loaded as something else."""
+
+import attrs
+import pytest
+
+import autosave
+from autosave.errors import FormatError, UntrustedTypeError
+from autosave.format import decode, frame, msgpack_pack
+
+autosave.allow(__name__)
+
+
+@attrs.define(eq=False)
+class Unit:
+    name: str
+    hp: int
+    home: object = None
+    bag: list = attrs.Factory(list)
+
+
+class Plain:
+    def __init__(self, x):
+        self.x = x
+
+
+@attrs.define(frozen=True)
+class Key:                     # hashed by value: a record, never in a batch
+    x: int
+
+
+class Reads:
+    """Reads what it is given while loading: must see the lists filled."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def __getstate__(self):
+        return {"items": self.items}
+
+    def __setstate__(self, state):
+        self.items = state["items"]
+        self.total = sum(len(x) for x in state["items"])
+
+
+class Built:
+    def __init__(self, parts):
+        self.parts = parts
+        self.count = sum(map(len, parts))
+
+    def __reduce__(self):
+        return (Built, (self.parts,))
+
+
+def body(data):
+    types, records, root, _, _, batches = decode(data)
+    return types, records, root, batches
+
+
+def names(types, batches):
+    return [types[b[0]][0] for b in batches]
+
+
+def test_plain_instances_and_lists_are_batched_others_are_records():
+    a = Unit("a", 3)
+    b = Unit("b", 4, home=a, bag=[a, (1, 2), Key(1)])
+    types, records, root, batches = body(autosave.dumps([a, b, Plain(1.5), {Key(2): a}]))
+    assert set(names(types, batches)) == {"builtins.list", f"{__name__}.Unit",
+                                         f"{__name__}.Plain"}
+    record_types = {types[r[0]][0] for r in records}
+    assert f"{__name__}.Key" in record_types and "builtins.tuple" in record_types
+    assert not record_types & {"builtins.list", f"{__name__}.Unit", f"{__name__}.Plain"}
+
+
+def test_columns_take_the_kind_their_values_need():
+    units = [Unit(f"u{i}", i, home=None if i % 2 else f"s{i}") for i in range(4)]
+    for u in units:
+        u.bag = [units[0]]
+    types, _, _, batches = body(autosave.dumps(units))
+    unit = next(b for b in batches if types[b[0]][0].endswith("Unit"))
+    name, hp, home, bag = unit[2:]
+    assert name == [0, ["u0", "u1", "u2", "u3"]] and hp[0] == 0
+    assert home == [0, ["s0", None, "s2", None]]
+    assert bag[0] == 1 and len(bag[1]) == 4      # references: differences of indices
+
+
+def test_setstate_and_reduce_constructors_see_the_lists_they_are_given_filled():
+    shared = [[1, 2], [3]]
+    graph = [Reads(shared), Built(shared), shared]
+    back = autosave.loads(autosave.dumps(graph))
+    assert back[0].total == 3 and back[1].count == 3
+    assert back[0].items is back[1].parts is back[2]
+
+
+def test_a_dict_keyed_by_value_hashed_objects_holding_batch_objects_loads():
+    u = Unit("k", 1)
+    graph = {Key(1): u, "u": u, (Key(2), u): [u]}
+    back = autosave.loads(autosave.dumps(graph))
+    assert back[Key(1)] is back["u"] and back["u"].name == "k"
+    assert back[(Key(2), back["u"])] == [back["u"]]
+
+
+def forged(types, records, root, batches):
+    return frame(msgpack_pack([types, records, root, batches]))
+
+
+UNIT = [f"{__name__}.Unit", 1, ["name", "hp", "home", "bag"]]
+LIST = ["builtins.list", 1, []]
+
+
+def test_a_forged_batch_with_columns_that_fit_loads():
+    data = forged([UNIT, LIST], [], [0],
+                  [[0, 1, [0, ["a"]], [0, [5]], [0, [None]], [1, [1]]],
+                   [1, 1, [0, [1]], [2, b"\x01", [], [0]]]])
+    u = autosave.loads(data)
+    assert u.name == "a" and u.hp == 5 and u.bag == [u]
+
+
+@pytest.mark.parametrize("batches, match", [
+    ([[0, 1, [0, ["a"]]]], "must have 4 columns"),
+    ([[0, 0]], "at least one"),
+    ([[5, 1]], "names type 5"),
+    ([[0, 1, [0, ["a"]], [0, [1]], [1, [7]], [0, [None]]]], "refers past"),
+    ([[0, 1, [0, ["a"]], [0, [1]], [1, [-1]], [0, [None]]]], "refers past"),
+    ([[0, 1, [0, ["a"]], [0, [1]], [1, ["x"]], [0, [None]]]], "references are not ints"),
+    ([[0, 1, [0, ["a"]], [0, [1]], [0, [[0]]], [0, [None]]]], "holds a reference"),
+    ([[0, 1, [0, ["a", "b"]], [0, [1]], [0, [None]], [0, [None]]]], "2 values for 1"),
+    ([[0, 1, [0, ["a"]], [0, [1]], [2, [[0, 1]]], [0, [None]]]], "malformed column"),
+    ([[0, 1, [0, ["a"]], [0, [1]], [2, b"\x01", [], [0, 0]], [0, [None]]]], "mask does not"),
+    ([[0, 1, [0, ["a"]], [0, [1]], [2, b"\x02", [], [0]], [0, [None]]]], "mask does not"),
+    ([[0, 1, [0, ["a"]], [0, [1]], [2, b"\x00", [[0]], []], [0, [None]]]], "hold a reference"),
+    ([[0, 1, [3, ["a"]], [0, [1]], [0, [None]], [0, [None]]]], "malformed column"),
+    ([[0, 1, [0, ["a"]], [0, [1]], [0, [None]], [0, [None]]], [1, 1, [0, [2]], [0, [1]]]],
+     "lengths add up to 2"),
+    ([[1, 2, [0, [-1, 2]], [0, [1]]]], "non-negative"),
+    ([[1, 1, [0, [1]]]], "must have 2 columns"),
+    ([[2, 1]], "not one whose objects are written in batches"),
+])
+def test_forged_batches_are_format_errors_naming_the_batch(batches, match):
+    data = forged([UNIT, LIST, ["builtins.tuple", 1, []]], [], [0], batches)
+    with pytest.raises(FormatError, match=match):
+        autosave.loads(data)
+
+
+def test_a_batch_of_an_untrusted_class_is_refused_before_anything_is_built():
+    data = forged([["os.system", 1, ["x"]]], [], [0], [[0, 1, [0, ["echo hi"]]]])
+    with pytest.raises(UntrustedTypeError):
+        autosave.loads(data)
+
+
+def test_records_refer_to_batch_objects_by_index_without_a_cycle_mark():
+    u = Unit("a", 1)
+    data = autosave.dumps((u, u))
+    types, records, root, batches = body(data)
+    (rec,) = records
+    assert rec[1:] == [[0], [0]]            # the Unit: index 0, a batch object
+    assert decode(data)[4] == bytearray(1)  # not marked as closing a cycle
