@@ -18,6 +18,8 @@ from itertools import chain, compress, repeat
 from operator import attrgetter, is_, itemgetter, not_, sub
 
 from .format import ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES
+from . import dispatch
+from .adapters import ADAPTERS_BY_TYPE
 from .paths import placed, placed_cause
 from .registry import REGISTRY
 
@@ -66,6 +68,12 @@ class Batches:
         self.all = []
         self.serial = 0                # batch objects met so far
         self.stale = []                # cells of batch objects met as records would be
+        # Classes whose every instance is a batch object; a tuple of them and of
+        # inline values can be built before any record, so it goes in a batch too.
+        self.plain = set(INLINE_TYPES)
+        # A dict goes in a batch when its keys are inline (they hash the same before
+        # and after the fills); a tuple when its items are plain.
+        self.fits = {dict: _inline_keys, tuple: self.plain_items}
         self.unset = 0
 
     # -- meeting objects -------------------------------------------------------------
@@ -91,7 +99,10 @@ class Batches:
                     self.all.append(batch)
                 return batch
             return shaped
-        batch = Batch(walker.index_of(walker.list_adapter), 2, _list_columns)
+        if cls is dict:
+            batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[dict]), 3, _dict_entry_columns)
+        else:                          # lists, tuples: lengths, then the items
+            batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[cls]), 2, _list_columns)
         self.all.append(batch)
         return batch
 
@@ -100,6 +111,7 @@ class Batches:
         batch = self.batch_of(cls, kind, schema)
         if cls not in REGISTRY.asset_classes:     # assets are told apart one by one
             self.by_class[cls] = batch
+            self.plain.add(cls)
         memo, add = self.memo, self.add
         stale = self.stale.append
         if kind == "dict":
@@ -114,6 +126,23 @@ class Batches:
             cell[0] = add(batch, obj)
             stale(cell)                  # columns may hold it too: numbered with the Ref
         return file
+
+    def some_handler(self, cls, record):
+        """The walk's handler for dicts and tuples, which go in their batch when they
+        fit (``fits``) and are records, made by ``record``, when they do not."""
+        batch = self.batch_of(cls, dispatch.ADAPTER, None)
+        if cls not in REGISTRY.asset_classes:     # assets are told apart one by one
+            self.by_class[cls] = batch
+        memo, add, stale = self.memo, self.add, self.stale.append
+        fits = self.fits[cls]
+
+        def file_or_record(obj):
+            if not fits(obj):
+                return record(obj)
+            cell = memo[id(obj)]
+            cell[0] = add(batch, obj)
+            stale(cell)
+        return file_or_record
 
     def add(self, batch, obj):
         self.serial += 1
@@ -161,10 +190,18 @@ class Batches:
                 raise placed(walker, objs[0], e) from placed_cause(e)
         batch = self.by_class.get(cls)
         if batch is not None:
+            fits = self.fits.get(cls)
+            if fits is not None and not (      # only those that fit: see some_handler
+                    cls is tuple and set(map(type, chain.from_iterable(objs))) <= self.plain):
+                fit = list(map(fits, objs))
+                if not all(fit):
+                    self.add_all(batch, list(compress(objs, fit)))
+                    self.walker.mention_in_order(list(compress(objs, map(not_, fit))))
+                    return
             if batch.__class__ is Batch:
                 self.add_all(batch, objs)
                 return
-            shapes = list(map(tuple, map(dict.keys, map(_vars, objs))))
+            shapes = list(map(tuple, map(dict.keys, map(vars, objs))))
             distinct = dict.fromkeys(shapes)
             if len(distinct) == 1:
                 self.add_all(batch(shapes[0]), objs)
@@ -173,6 +210,9 @@ class Batches:
                 self.add_all(batch(shape), list(compress(objs, map(shape.__eq__, shapes))))
             return
         walker.mention_in_order(objs)
+
+    def plain_items(self, t):
+        return set(map(type, t)) <= self.plain
 
     # -- columns -----------------------------------------------------------------------
 
@@ -221,9 +261,6 @@ class Batches:
 
     # -- the end of the walk -------------------------------------------------------------
 
-    def count(self):
-        return sum(len(b.objs) for b in self.all)
-
     def number(self):
         """Give every batch object its index: batches first, in order."""
         start = 0
@@ -239,6 +276,8 @@ class Batches:
         """The batches as the body holds them: [t, n, column...], once indices are known."""
         out = []
         for batch in self.all:
+            if not batch.objs:             # every dict or tuple met was a record
+                continue
             columns = []
             for segments in batch.segments:
                 kinds = {k for k, _ in segments}
@@ -276,9 +315,6 @@ class Batches:
                 self.differences(chain.from_iterable(refs))]
 
 
-def _vars(obj):
-    return obj.__dict__
-
 
 def _slot_columns(slots, batches):
     if not slots:
@@ -309,9 +345,18 @@ def _dict_columns(nfields):
 
     def columns(objs):
         # strict: an object whose attributes changed during the walk is an error
-        return list(zip(*map(dict.values, map(_vars, objs)), strict=True))
+        return list(zip(*map(dict.values, map(vars, objs)), strict=True))
     return columns
 
 
 def _list_columns(objs):
     return [list(map(len, objs)), list(chain.from_iterable(objs))]
+
+
+def _dict_entry_columns(dicts):
+    return [list(map(len, dicts)), list(chain.from_iterable(dicts)),
+            list(chain.from_iterable(map(dict.values, dicts)))]
+
+
+def _inline_keys(d):
+    return set(map(type, d)) <= INLINE_TYPES

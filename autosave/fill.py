@@ -12,24 +12,36 @@ from collections import deque
 from itertools import accumulate, compress, islice, repeat
 from operator import is_
 
+from .adapters import ADAPTERS_BY_NAME
 from .errors import FormatError
 from .format import ABSENT, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES
+from .limits import FLOOD_MIN, check_flood
+
+LIST_PLAN, DICT_PLAN = ADAPTERS_BY_NAME["builtins.list"], ADAPTERS_BY_NAME["builtins.dict"]
+TUPLE_PLAN = ADAPTERS_BY_NAME["builtins.tuple"]
+ENTRIES = {LIST_PLAN: ("lists", 2), DICT_PLAN: ("dicts", 3), TUPLE_PLAN: ("tuples", 2)}
 
 _ABSENT = type(ABSENT)
 _INLINE_VALUES = INLINE_TYPES | {_ABSENT}
 
 
-def allocate(plans, batches, list_plan, instance_plan):
-    """The batch objects, empty, in index order; checks each batch's type and columns."""
-    objs = []
+def allocate(plans, batches, instance_plan):
+    """The batch objects in index order: empty, and the tuples built (from inline
+    values and the other batch objects); checks each batch's type and columns."""
+    objs, tuples = [], []
     for b, batch in enumerate(batches):
         t, n = batch[0], batch[1]
         plan = plans[t]
-        if plan is list_plan:
-            if len(batch) != 4:
-                raise FormatError(f"batch {b} (lists) must have 2 columns, it has "
+        if plan is LIST_PLAN or plan is DICT_PLAN or plan is TUPLE_PLAN:
+            what, columns = ENTRIES[plan]
+            if len(batch) != 2 + columns:
+                raise FormatError(f"batch {b} ({what}) must have {columns} columns, it has "
                                   f"{len(batch) - 2}")
-            objs += map(list, repeat((), n))
+            if plan is TUPLE_PLAN:
+                tuples.append((b, len(objs), n))
+                objs += repeat(None, n)      # built below, once the others exist
+            else:
+                objs += map(plan.types[0], repeat((), n))
         elif type(plan) is instance_plan and plan.base is None:
             if len(batch) != 2 + plan.nfields:
                 raise FormatError(f"batch {b} ({plan.schema.name}) must have "
@@ -38,19 +50,39 @@ def allocate(plans, batches, list_plan, instance_plan):
         else:
             raise FormatError(f"batch {b}: type {t} is not one whose objects are written "
                               f"in batches")
+    if tuples:
+        build_tuples(objs, batches, tuples)
     return objs
 
 
-def _vars(obj):
-    return obj.__dict__
+def build_tuples(objs, batches, tuples):
+    """Build the tuples of the tuple batches, whose items are inline values and batch
+    objects other than tuples (docs/format.md, "Batches")."""
+    filler = Filler(None, batches, objs, None)
+    filler.any_missing = False
+    others = [range(start, start + n) for _, start, n in tuples]
+    for b, start, n in tuples:
+        batch = batches[b]
+        try:
+            lengths, _, _ = filler.resolve(batch[2], n)
+            items, index, _ = filler.resolve(batch[3], None)
+            check_lengths(lengths, len(items), "tuples")
+            if index is not None and any(any(map(r.__contains__, index)) for r in others):
+                raise FormatError("a tuple's item is a tuple of a batch")
+            if _ABSENT in set(map(type, items)):
+                raise FormatError("a tuple's item is an unset-slot marker")
+        except FormatError as e:
+            raise FormatError(f"batch {b}: {e}") from None
+        it = iter(items)
+        objs[start:start + n] = map(tuple, map(islice, repeat(it), lengths))
+
 
 
 class Filler:
     """Fills the batch objects of one load, once every record is built or waiting."""
 
-    def __init__(self, plans, batches, objs, list_plan, missing):
+    def __init__(self, plans, batches, objs, missing):
         self.plans, self.batches, self.objs = plans, batches, objs
-        self.list_plan = list_plan
         self.missing = missing        # the loader's marker of a record not built yet
         self.patches = {}             # index of a record not built -> [(setter, args, k)]
         self.pending = {}             # batch object -> its values still to patch in
@@ -65,12 +97,17 @@ class Filler:
             n = batch[1]
             members = objs[start:start + n]
             plan = self.plans[batch[0]]
-            lists = plan is self.list_plan
+            if plan is TUPLE_PLAN:             # built when allocated
+                start += n
+                continue
+            entries = plan in ENTRIES          # lengths, then entries
             try:
-                columns = [self.resolve(column, None if lists and i else n)
+                columns = [self.resolve(column, None if entries and i else n)
                            for i, column in enumerate(islice(batch, 2, None))]
-                if lists:
+                if plan is LIST_PLAN:
                     self.fill_lists(members, columns, any_missing, start)
+                elif plan is DICT_PLAN:
+                    self.fill_dicts(members, columns, any_missing, start)
                 else:
                     self.fill_instances(plan, members, columns, any_missing, start)
             except FormatError as e:
@@ -132,22 +169,41 @@ class Filler:
 
     def fill_lists(self, lists, columns, any_missing, start):
         (lengths, _, _), (items, index, _) = columns
-        if not set(map(type, lengths)) <= {int} or (lengths and min(lengths) < 0):
-            raise FormatError("list lengths must be non-negative ints")
-        if sum(lengths) != len(items):
-            raise FormatError(f"the lists' lengths add up to {sum(lengths)}, the column "
-                              f"holds {len(items)} items")
+        check_lengths(lengths, len(items), "lists")
         it = iter(items)
         deque(map(list.extend, lists, map(islice, repeat(it), lengths)), 0)
-        waiting = self.waiting(items, index, any_missing)
-        if waiting:
-            starts = list(accumulate(lengths, initial=0))
-            owner = 0
-            for pos, j in waiting:
-                while starts[owner + 1] <= pos:
-                    owner += 1
-                self.patch(j, list.__setitem__, (lists[owner], pos - starts[owner]),
-                           start + owner)
+        for owner, at, j in self.owners(lengths, self.waiting(items, index, any_missing)):
+            self.patch(j, list.__setitem__, (lists[owner], at), start + owner)
+
+    def fill_dicts(self, dicts, columns, any_missing, start):
+        (lengths, _, _), (keys, key_index, _), (values, index, _) = columns
+        if key_index is not None:
+            raise FormatError("a dict's keys must be inline values")
+        check_lengths(lengths, len(keys), "dicts")
+        if len(values) != len(keys):
+            raise FormatError(f"the dicts hold {len(keys)} keys and {len(values)} values")
+        for d, k in compress(zip(range(len(lengths)), accumulate(lengths, initial=0)),
+                             map(FLOOD_MIN.__le__, lengths)):
+            check_flood(keys[k:k + lengths[d]], "a dict")
+        keys_in, values_in = iter(keys), iter(values)
+        deque(map(dict.update, dicts, map(zip, map(islice, repeat(keys_in), lengths),
+                                          map(islice, repeat(values_in), lengths))), 0)
+        for owner, at, j in self.owners(lengths, self.waiting(values, index, any_missing)):
+            key = keys[sum(lengths[:owner]) + at]
+            self.patch(j, dict.__setitem__, (dicts[owner], key), start + owner)
+
+    @staticmethod
+    def owners(lengths, waiting):
+        """(owner, position in it, record index) of values waiting, in an entries
+        column: the owner is the object whose entries hold the value."""
+        if not waiting:
+            return
+        starts = list(accumulate(lengths, initial=0))
+        owner = 0
+        for pos, j in waiting:
+            while starts[owner + 1] <= pos:
+                owner += 1
+            yield owner, pos - starts[owner], j
 
     def fill_instances(self, plan, objs, columns, any_missing, start):
         values = [v for v, _, _ in columns]
@@ -163,7 +219,7 @@ class Filler:
         if direct == "dict":
             fields = plan.fields
             dicts = map(dict, map(zip, repeat(fields), zip(*values)))
-            deque(map(dict.update, map(_vars, objs), dicts), 0)
+            deque(map(dict.update, map(vars, objs), dicts), 0)
             for name, late in zip(fields, waiting):
                 for k, j in late:
                     self.patch(j, dict.__setitem__, (objs[k].__dict__, name), start + k)
@@ -189,3 +245,11 @@ class Filler:
             for field, j in waited:
                 row[field] = objs[j]
             plan.fill(obj, row)
+
+
+def check_lengths(lengths, count, what):
+    if not set(map(type, lengths)) <= {int} or (lengths and min(lengths) < 0):
+        raise FormatError(f"the {what}' lengths must be non-negative ints")
+    if sum(lengths) != count:
+        raise FormatError(f"the {what}' lengths add up to {sum(lengths)}, the column "
+                          f"holds {count}")

@@ -1,7 +1,7 @@
 """Records <-> bytes. The layout is specified in docs/format.md."""
 
 import struct
-from itertools import accumulate, islice
+from itertools import accumulate, chain, islice
 
 import msgpack
 import xxhash
@@ -272,14 +272,18 @@ def records_of(data):
     for b, batch in enumerate(batches):
         n = batch[1]
         columns = [_column_values(b, column) for column in islice(batch, 2, None)]
-        if _is_list_type(types, batch[0]):
-            if len(columns) != 2:
-                raise FormatError(f"batch {b} (lists) must have 2 columns")
-            lengths, items = columns
+        entries = _entries_type(types, batch[0])
+        if entries:
+            if len(columns) != entries:
+                raise FormatError(f"batch {b} must have {entries} columns")
+            lengths, *items = columns
             if (len(lengths) != n or not all(type(k) is int and k >= 0 for k in lengths)
-                    or sum(lengths) != len(items)):
-                raise FormatError(f"batch {b}: the list lengths do not match its items")
-            it = iter(items)
+                    or any(sum(lengths) != len(column) for column in items)):
+                raise FormatError(f"batch {b}: the lengths do not match its entries")
+            if entries == 3:           # a dict record's payload: keys and values alternating
+                items = [list(chain.from_iterable(zip(*items)))]
+                lengths = [2 * k for k in lengths]
+            it = iter(items[0])
             expanded.extend([batch[0], *islice(it, k)] for k in lengths)
         else:
             if any(len(c) != n for c in columns):
@@ -289,9 +293,13 @@ def records_of(data):
     return types, expanded + records, root
 
 
-def _is_list_type(types, t):
+def _entries_type(types, t):
+    """How many columns a batch of type t has if its objects are lists or tuples (2:
+    lengths, items) or dicts (3: lengths, keys, values); 0 for instances."""
     entry = types[t]
-    return type(entry) is list and entry and entry[0] == "builtins.list"
+    name = entry[0] if type(entry) is list and entry else None
+    return ({"builtins.list": 2, "builtins.tuple": 2, "builtins.dict": 3}.get(name, 0)
+            if type(name) is str else 0)
 
 
 def _column_values(b, column):

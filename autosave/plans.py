@@ -22,7 +22,7 @@ from .upgrades import run_upgrades, upgrade_chain
 # -- plans for classes -------------------------------------------------------------------
 
 class EnumPlan:
-    mutable, has_fill, has_loaded_hook = False, False, False
+    mutable, has_fill, has_loaded_hook, reads_parts = False, False, False, False
     build_slice, build_finished, fill_finished, hashes = slice(1, None), None, None, False
 
     def __init__(self, cls):
@@ -54,7 +54,7 @@ _PLAIN = (type(None), bool, int, float, str, bytes)
 
 class StatePlan:
     """A class saved through ``__getstate__``; filled by ``__setstate__``."""
-    mutable, has_fill = True, True
+    mutable, has_fill, reads_parts = True, True, True
     build_finished, fill_finished, hashes = None, slice(1, None), False
 
     def __init__(self, cls, saved_version=None):
@@ -120,6 +120,7 @@ class InstancePlan:
                           0 if hash_ in (object.__hash__, None, frozenset.__hash__) else 2)
         self.saved_version = saved_version
         self.upgrades = upgrade_chain(schema, saved_version)
+        self.reads_parts = bool(self.upgrades)      # upgrade hooks read the fields
         self.slots = frozenset(schema.slots)
         self.setters = []           # (record position, name, is_slot)
         for pos, name in enumerate(fields, 1):

@@ -16,7 +16,6 @@ from collections import deque
 from itertools import islice
 from operator import is_
 
-from .adapters import ADAPTERS_BY_NAME
 from .errors import FormatError, LoadError
 from .fill import Filler, allocate
 from .format import target
@@ -47,7 +46,7 @@ class Loader:
 
     def __init__(self, types, records, unset_markers=0, closes_cycle=None, batches=()):
         self.plans = [plan_for(i, e) for i, e in enumerate(types)]
-        self.objs = allocate(self.plans, batches, LIST_PLAN, InstancePlan)
+        self.objs = allocate(self.plans, batches, InstancePlan)
         first = self.first = self.unfilled = len(self.objs)
         self.batches = batches
         self.records_only = records
@@ -74,6 +73,8 @@ class Loader:
         closes_cycle = closes_cycle if closes_cycle is not None else bytearray(len(records))
         self.closes_cycle = bytearray(first) + closes_cycle if first else closes_cycle
         self.hash_ready = set()    # records known to hash by their final value
+        self.reach_memo = {}       # record -> whether it reaches a batch object
+        self.filler = Filler(self.plans, batches, self.objs, MISSING)
         self.current = None
         self.forwarded_missing = False   # forward() gave MISSING: vals may hold it
 
@@ -92,13 +93,17 @@ class Loader:
         has_missing = False
         # Per type: (plan, mutable, fill or None, fill_finished, has __autosave_loaded__,
         #            create or None, generated create_from_record or None)
-        info = [(p, p.mutable, p.fill if p.has_fill else None, p.fill_finished, p.has_loaded_hook,
-                 getattr(p, "create", None),
+        # What a build and a fill must find finished: while batch objects are not
+        # filled, everything a plan that reads its parts refers to (what those parts
+        # hold may be a batch object: a structseq's dict, a constructor's list).
+        waits = bool(first)
+        info = [(p, p.mutable, p.fill if p.has_fill else None,
+                 p.fill_finished if p.fill_finished is not None or not waits
+                 or not p.reads_parts or not p.has_fill else ALL,
+                 p.has_loaded_hook, getattr(p, "create", None),
                  p.create_from_record if isinstance(p, InstancePlan) else None,
-                 # what a build reads: while batch objects are not filled, a
-                 # constructor's arguments too (it may read the lists it is given)
-                 p.build_finished if p.build_finished is not None or not first
-                 else getattr(p, "build_reads", None))
+                 p.build_finished if p.build_finished is not None or not waits
+                 or not p.reads_parts or p.mutable else p.build_slice)
                 for p in self.plans]
         append = objs.append
         closes_cycle = self.closes_cycle
@@ -167,7 +172,7 @@ class Loader:
             self.current = i
             raise
         self.current = None
-        filler = self.filler = Filler(self.plans, self.batches, objs, LIST_PLAN, MISSING)
+        filler = self.filler
         if first:
             filler.fill(has_missing or self.forwarded_missing)
             self.unfilled = 0
@@ -202,9 +207,11 @@ class Loader:
     def blocker(self, rec, part, here, hashes):
         """The first record that rec[part] needs finished and is not, or None.
 
-        Reading contents needs the referenced objects built and filled, and while the
-        batch objects are not filled yet, everything they reach too: such a record
-        waits for the batches (whose objects anything may reach). Hashing needs more
+        Reading contents needs the referenced objects built and filled, and what they
+        hold: while the batch objects are not filled, a record that reaches one (by
+        way of records) waits for them; once they are, while some still wait for a
+        value that a record not built yet gives them (``pending``), a record that is
+        not such a giver waits for that too. Hashing needs more
         than the keys: a key's hash may run through its fields into objects beyond it,
         so everything reachable through objects hashed by value must be done; an
         object hashed by identity ends the search, its hash never changes.
@@ -214,7 +221,12 @@ class Loader:
         unfilled = self.unfilled
         if not hashes:
             if unfilled:
-                return next((j for j in todo if j != here), None)
+                return next((j for j in todo if j != here and self.reaches_batch(j)), None)
+            pending = self.filler.pending
+            if pending and here not in self.filler.patches and todo:
+                waiting = next((k for k, left in pending.items() if left), None)
+                if waiting is not None:
+                    return waiting
             return next((j for j in todo if j != here and (
                 self.obj_at(j) is MISSING or j in unfinished)), None)
         seen, ready = set(), self.hash_ready
@@ -241,6 +253,31 @@ class Loader:
             todo.extend(inner)
         ready |= seen                 # all done: they hash by their final values
         return None
+
+    def reaches_batch(self, j):
+        """Whether object j is a batch object or reaches one through records (a
+        record not built yet, or on a cycle being explored, counts as reaching one)."""
+        first, memo, objs = self.first, self.reach_memo, self.objs
+        if j < first:
+            return True
+        if j in memo:
+            return memo[j] is not False
+        stack = [(j, None)]
+        while stack:
+            k, kids = stack.pop()
+            if kids is not None:               # its children are done
+                memo[k] = any(t < first or memo.get(t) is not False for t in kids)
+                continue
+            if k in memo:
+                continue
+            if k >= len(objs) or objs[k] is MISSING:
+                memo[k] = True                 # not built: may reach anything
+                continue
+            memo[k] = None                     # in progress
+            kids = self.targets(self.records[k], ALL, k)
+            stack.append((k, kids))
+            stack.extend((t, None) for t in kids if t >= first and t not in memo)
+        return memo[j] is not False
 
     def obj_at(self, j):
         objs = self.objs
@@ -393,7 +430,6 @@ class Loader:
 
 
 ALL = slice(1, None)
-LIST_PLAN = ADAPTERS_BY_NAME["builtins.list"]
 
 
 

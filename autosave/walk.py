@@ -65,7 +65,6 @@ class Walker:
         self.cells = []          # the cells of the records, in record order
         self.emit_record = emitter(self.records, self.cells)
         self.batches = Batches(self)
-        self.list_adapter = ADAPTERS_BY_TYPE[list]
         self.order = SetOrder(self.memo, self.structural_index, lambda: self.root)
         self.mention, self.refs = self._make_mention()
 
@@ -248,6 +247,8 @@ class Walker:
             if kind != dispatch.ADAPTER:
                 REGISTRY.check_savable_name(cls, "class")
             return self.batches.handler(cls, kind, detail)
+        if cls is dict or cls is tuple:
+            return self.batches.some_handler(cls, self.record_handler_for(cls, kind, detail))
         return self.record_handler_for(cls, kind, detail)
 
     def record_handler_for(self, cls, kind, detail):

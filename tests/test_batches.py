@@ -66,11 +66,10 @@ def test_plain_instances_and_lists_are_batched_others_are_records():
     a = Unit("a", 3)
     b = Unit("b", 4, home=a, bag=[a, (1, 2), Key(1)])
     types, records, root, batches = body(autosave.dumps([a, b, Plain(1.5), {Key(2): a}]))
-    assert set(names(types, batches)) == {"builtins.list", f"{__name__}.Unit",
-                                         f"{__name__}.Plain"}
+    assert set(names(types, batches)) == {"builtins.list", "builtins.tuple",
+                                         f"{__name__}.Unit", f"{__name__}.Plain"}
     record_types = {types[r[0]][0] for r in records}
-    assert f"{__name__}.Key" in record_types and "builtins.tuple" in record_types
-    assert not record_types & {"builtins.list", f"{__name__}.Unit", f"{__name__}.Plain"}
+    assert record_types == {f"{__name__}.Key", "builtins.dict"}   # value hash; keyed by one
 
 
 def test_columns_take_the_kind_their_values_need():
@@ -138,7 +137,7 @@ def test_a_forged_batch_with_columns_that_fit_loads():
     ([[2, 1]], "not one whose objects are written in batches"),
 ])
 def test_forged_batches_are_format_errors_naming_the_batch(batches, match):
-    data = forged([UNIT, LIST, ["builtins.tuple", 1, []]], [], [0], batches)
+    data = forged([UNIT, LIST, ["autosave.reduce", 1, []]], [], [0], batches)
     with pytest.raises(FormatError, match=match):
         autosave.loads(data)
 
@@ -156,3 +155,87 @@ def test_records_refer_to_batch_objects_by_index_without_a_cycle_mark():
     (rec,) = records
     assert rec[1:] == [[0], [0]]            # the Unit: index 0, a batch object
     assert decode(data)[4] == bytearray(1)  # not marked as closing a cycle
+
+
+def test_dicts_with_inline_keys_and_tuples_of_plain_items_are_batched():
+    u = Unit("a", 1)
+    graph = [{"a": u, 1: (u, 2.5)}, {(1, 2): u}, (u, [u]), ((1,), 2), {Key(3): 1}]
+    data = autosave.dumps(graph)
+    types, records, root, batches = body(data)
+    batched = names(types, batches)
+    assert "builtins.dict" in batched and "builtins.tuple" in batched
+    record_names = [types[r[0]][0] for r in records]
+    # keys not all inline, a tuple of a tuple: records
+    assert record_names.count("builtins.dict") == 2 and "builtins.tuple" in record_names
+    back = autosave.loads(data)
+    assert back[0]["a"] is back[0][1][0] is back[1][(1, 2)] is back[2][0]
+    assert back[2][1] == [back[2][0]] and back[3] == ((1,), 2) and back[4] == {Key(3): 1}
+
+
+DICT = ["builtins.dict", 1, []]
+TUPLE = ["builtins.tuple", 1, []]
+
+
+@pytest.mark.parametrize("types, records, batches, match", [
+    # a tuple's items: inline values and batch objects that are not tuples
+    ([UNIT, TUPLE], [[0]], [[1, 1, [0, [1]], [1, [1]]]], "refers past"),
+    ([UNIT, TUPLE], [], [[1, 2, [0, [1, 0]], [1, [1]]]], "is a tuple of a batch"),
+    ([TUPLE], [], [[0, 1, [0, [2]], [0, [1]]]], "add up to 2"),
+    # a dict's keys: inline values only
+    ([DICT, LIST], [], [[1, 1, [0, [0]], [0, []]], [0, 1, [0, [1]], [1, [0]], [0, [1]]]],
+     "keys must be inline"),
+    ([DICT], [], [[0, 1, [0, [1]], [0, ["k"]], [0, []]]], "1 keys and 0 values"),
+    ([DICT], [], [[0, 1, [0, [1]], [0, ["k"]]]], "must have 3 columns"),
+])
+def test_forged_tuple_and_dict_batches_are_refused(types, records, batches, match):
+    with pytest.raises(FormatError, match=match):
+        autosave.loads(forged(types, records, [0], batches))
+
+
+def test_a_dict_batch_of_colliding_int_keys_is_refused_as_a_flood():
+    keys = [i * ((1 << 61) - 1) for i in range(1, 3000)]      # one hash value, CPython
+    data = forged([DICT], [], [0], [[0, 1, [0, [len(keys)]], [0, keys], [0, [0] * len(keys)]]])
+    with pytest.raises(FormatError, match="share one hash"):
+        autosave.loads(data)
+
+
+class Box:
+    """Built by its constructor, which reads the list it is given."""
+
+    def __init__(self, items):
+        self.items = items
+        self.n = len(items)
+
+    def __reduce__(self):
+        return (Box, (self.items,))
+
+
+class Peek:
+    """Reads, in __setstate__, a field of a batch object that holds a Box."""
+
+    def __init__(self, unit):
+        self.unit = unit
+
+    def __getstate__(self):
+        return {"unit": self.unit}
+
+    def __setstate__(self, state):
+        self.unit = state["unit"]
+        self.seen = state["unit"].home.n
+
+
+def test_code_run_on_load_sees_batch_objects_whole_even_through_a_constructor():
+    u = Unit("a", 1, home=Box([1, 2, 3]))
+    back = autosave.loads(autosave.dumps([Peek(u), u, {"k": Box([u])}]))
+    assert back[0].seen == 3 and back[0].unit is back[1]
+    assert back[1].home.items == [1, 2, 3] and back[2]["k"].n == 1
+
+
+def test_a_struct_time_and_a_datetime_are_built_from_filled_parts():
+    import datetime
+    import time
+    t = time.gmtime(31536000)
+    d = datetime.datetime(2024, 5, 6, tzinfo=datetime.timezone(datetime.timedelta(hours=2)))
+    back = autosave.loads(autosave.dumps([t, d, {"when": d}]))
+    assert back[0].tm_zone == t.tm_zone and back[0] == t and back[1] == d
+    assert back[2]["when"] is back[1]

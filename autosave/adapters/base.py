@@ -69,6 +69,9 @@ class Adapter:
     fill_finished = None      # payload slice whose objects must be filled before fill
     hashes = False            # ...because it hashes them (keys, members), rather than
                               # reading their contents (__setstate__, keyword arguments)
+    reads_parts = True        # build or fill may read what the parts hold (a load holds
+                              # it back until the batch objects are filled); containers
+                              # that only keep references say False
     create = None             # optional fn(rec, vals) -> filled object: allocate and fill
                               # in one step, used when nothing about the record must wait
     has_loaded_hook = False

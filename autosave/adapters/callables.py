@@ -184,6 +184,7 @@ class PartialAdapter(Adapter):
 
 class CellAdapter(Adapter):
     """[] for an empty cell, else [contents] -- shared by every closure over it."""
+    reads_parts = False       # keeps a reference only
     name, types, mutable, has_fill = "autosave.cell", (types.CellType,), True, True
 
     def parts(self, obj):
@@ -336,7 +337,6 @@ class ReduceAdapter(Adapter):
     """
     name, has_fill = "autosave.reduce", True
     build_slice = slice(1, 4)
-    build_reads = slice(1, 4)      # the constructor may read its arguments (see rebuild)
     fill_finished = slice(4, None)
 
     def parts_of(self, obj, rv):

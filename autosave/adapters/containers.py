@@ -85,6 +85,7 @@ def flat_items(d):
 
 
 class ListAdapter(Adapter):
+    reads_parts = False       # keeps references only
     name, types, mutable, has_fill = "builtins.list", (list,), True, True
 
     def parts(self, obj):
@@ -102,6 +103,7 @@ class ListAdapter(Adapter):
 
 
 class TupleAdapter(Adapter):
+    reads_parts = False       # keeps references only
     name, types, hash_kind = "builtins.tuple", (tuple,), 1
 
     def parts(self, obj):
@@ -112,6 +114,7 @@ class TupleAdapter(Adapter):
 
 
 class DictAdapter(Adapter):
+    reads_parts = False       # keeps references only
     name, types, mutable, has_fill = "builtins.dict", (dict,), True, True
     fill_finished, hashes = slice(1, None, 2), True   # the keys
     factory = dict
@@ -189,6 +192,7 @@ class SimpleNamespaceAdapter(DictAdapter):
 
 
 class SetAdapter(Adapter):
+    reads_parts = False       # keeps references only
     name, types, mutable, has_fill = "builtins.set", (set,), True, True
     fill_finished, hashes = slice(1, None), True
 
@@ -204,6 +208,7 @@ class SetAdapter(Adapter):
 
 
 class FrozenSetAdapter(Adapter):
+    reads_parts = False       # keeps references only
     name, types = "builtins.frozenset", (frozenset,)
     build_finished, hashes = slice(1, None), True
 
@@ -232,6 +237,7 @@ class ByteArrayAdapter(Adapter):
 
 class DequeAdapter(Adapter):
     """Payload: maxlen, then the items."""
+    reads_parts = False       # keeps references only
     name, types, mutable, has_fill = "collections.deque", (collections.deque,), True, True
     c_dealloc = True
 

@@ -105,6 +105,7 @@ def _mapping(m, what):
 
 class ChainMapAdapter(Adapter):
     """[maps...] -- the same mapping objects, so changes through it reach them."""
+    reads_parts = False       # keeps references only
     name, types, mutable, has_fill = "collections.ChainMap", (collections.ChainMap,), True, True
 
     def parts(self, obj):
