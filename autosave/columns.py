@@ -169,9 +169,12 @@ class Batches:
         if len(kinds) == 1:
             self.meet_class(classes[0], objs)
             return
-        # Classes already filed in batches: each in bulk, in the order met; the rest
-        # are walked in order (their handlers, and type entries, made as they come).
+        # Classes filed in batches: each in bulk, in the order met; the rest are
+        # walked in order (their handlers, and type entries, made as they come).
         by_class = self.by_class
+        for cls in kinds:
+            if cls not in by_class and self.batched(cls):
+                self.meet_class(cls, [])        # files cls in by_class
         rest = [cls for cls in kinds if cls not in by_class]
         for cls in kinds:
             if cls in by_class:
@@ -181,6 +184,17 @@ class Batches:
                 objs = list(compress(objs, map(set(rest).__contains__, classes)))
             self.walker.mention_in_order(objs)
 
+    @staticmethod
+    def batched(cls):
+        """Whether cls is filed in batches (without making its handler)."""
+        if cls in REGISTRY.asset_classes:
+            return False
+        try:
+            kind, detail = dispatch.kind_of(cls)
+        except Exception:
+            return False                        # the walk meets the error with a path
+        return batchable(cls, kind, detail) or cls is dict or cls is tuple
+
     def meet_class(self, cls, objs):
         walker = self.walker
         if cls not in self.by_class:
@@ -188,6 +202,8 @@ class Batches:
                 walker.handler_of(cls)       # decides, files cls in by_class if batched
             except Exception as e:
                 raise placed(walker, objs[0], e) from placed_cause(e)
+        if not objs:
+            return
         batch = self.by_class.get(cls)
         if batch is not None:
             fits = self.fits.get(cls)
@@ -254,8 +270,7 @@ class Batches:
         if None in cells:
             new = list(map(is_, cells, repeat(None)))
             self.meet(list(dict(zip(compress(ids, new), compress(objs, new))).values()))
-            for k in compress(range(len(cells)), new):
-                cells[k] = memo[ids[k]]
+            cells = list(map(memo.__getitem__, ids))
         # met before but only mentioned ([None]): the walk visits them
         return cells
 

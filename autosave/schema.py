@@ -54,7 +54,9 @@ NO_DEFAULT = object()
 # Builtin bases an instance may extend; the base value is saved after the fields.
 BUILTIN_BASES = (list, dict, set, frozenset, tuple, str, int, float, bytes, collections.deque)
 
-GENERATED_LAYOUTS = ("slots", "dict")     # what autosave-codegen writes code for
+GENERATED_LAYOUTS = ("slots", "dict")     # what autosave-codegen writes code for...
+BATCHED = "hashed by identity: saved in batches, a column per field"
+                                          # ...unless they are in batches
 
 _HEAPTYPE = 1 << 9
 _IMMUTABLETYPE = 1 << 8
@@ -94,8 +96,17 @@ class ClassSchema:
     fingerprint: str
 
     @property
+    def batched(self):
+        """Whether instances are saved in batches, a column per field, by the engine
+        itself (docs/format.md, "Batches"): plain layouts hashed by identity."""
+        return self.layout in GENERATED_LAYOUTS and (
+            self.cls.__hash__ is object.__hash__ or self.cls.__hash__ is None)
+
+    @property
     def why_not_generated(self):
         """Why autosave-codegen writes no code for this class (None: it does)."""
+        if self.batched:
+            return BATCHED
         if self.layout in GENERATED_LAYOUTS:
             return None if self.saved_slots or self.layout == "dict" else \
                 "no saved fields: saved by reflection"

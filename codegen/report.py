@@ -1,5 +1,6 @@
-"""What a run covered: the classes that got generated code, the ones left to reflection
-and why, and the annotations that stopped the search for more (docs/codegen.md).
+"""What a run covered: the classes saved in batches (which need no code), the ones that
+got generated code, the ones left to reflection and why, and the annotations that
+stopped the search for more (docs/codegen.md).
 
 Generated code reaches only the classes the annotations name, so the report points at
 the fields whose type says too little (``object``, ``Any``, a bare ``dict``) and at the
@@ -26,6 +27,7 @@ _COLLECTIONS = {"deque", "defaultdict", "OrderedDict", "Counter"}
 class Coverage:
     package: str
     generated: list = attrs.Factory(list)     # (class, "slots" | "dict")
+    batched: list = attrs.Factory(list)       # (class, "slots" | "dict"): no code needed
     reflective: list = attrs.Factory(list)    # (class, why)
     loose: list = attrs.Factory(list)         # (class, field, why its type stops the search)
     unreached: list = attrs.Factory(list)     # classes of the package no annotation names
@@ -39,6 +41,8 @@ def coverage(package, own):
         kind = kind_of(cls)
         if kind in ("slots", "dict"):
             report.generated.append((cls, kind))
+        elif schema_of(cls).batched:
+            report.batched.append((cls, schema_of(cls).layout))
         else:
             report.reflective.append((cls, kind))
         report.loose.extend((cls, field, why) for field, why in _loose_fields(cls))
@@ -112,10 +116,12 @@ def _could_be_saved(cls):
 
 def lines(report, verbose=False):
     """The report as text lines, for the terminal."""
-    out = [f"{report.package}: generated code for {len(report.generated)} "
-           f"class{'es' if len(report.generated) != 1 else ''}, "
+    out = [f"{report.package}: {len(report.batched)} "
+           f"class{'es' if len(report.batched) != 1 else ''} saved in batches (no code "
+           f"needed), generated code for {len(report.generated)}, "
            f"{len(report.reflective) + len(report.unreached)} left to reflection"]
     if verbose:
+        out += [f"  batches    {_name(c)} ({kind}: {where(c)})" for c, kind in report.batched]
         out += [f"  generated  {_name(c)} ({kind}: {where(c)})" for c, kind in report.generated]
     out += [f"  reflection {_name(c)}: {why}" for c, why in report.reflective]
     out += [f"  reflection {_name(c)}: no field annotation reaches it from a root "

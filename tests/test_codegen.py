@@ -85,7 +85,7 @@ def test_manifest_describes_fields_types_defaults_and_fingerprints():
     assert fields["bag"]["default"] == {"factory": "list"}
     assert fields["squad"]["type"] == "game.model.Squad | None"
     assert fields["kills"]["default"] == {"value": 0}
-    assert npc["generated"] == "slots"
+    assert npc["generated"] is None      # hashed by identity: in batches, no code needed
     assert npc["fingerprint"] == autosave.schema.schema_of(game.NPC).fingerprint
     level = manifest["classes"]["game.model.Level"]
     assert level["root"] is True
@@ -105,9 +105,11 @@ def test_manifest_describes_fields_types_defaults_and_fingerprints():
                                   lambda: bench_graphs.world_graph(3000)])
 def test_generated_and_reflective_paths_give_identical_bytes_and_graphs(make, monkeypatch):
     root = make()
-    assert GENERATED.activate()
+    GENERATED.activate()
+    # Plain classes hashed by identity are saved in batches, by columns the engine
+    # reads itself: codegen writes nothing for them, and both paths are one.
     for cls in (game.NPC, game.Position, game.Squad, worldsim.Unit, worldsim.Item):
-        assert GENERATED.save.get(cls) is not None, f"no generated code for {cls.__qualname__}"
+        assert GENERATED.save.get(cls) is None, f"generated code for {cls.__qualname__}"
     data = direct_bytes(root)
     assert data == reflective_bytes(root)
     generated_copy = autosave.loads(data)
@@ -169,11 +171,15 @@ PROPERTY_CLASSES = [graphs_under_test.SlotNode, graphs_under_test.DictNode,
 _, PROPERTY_SOURCE = _generate_in_memory(graphs_under_test, PROPERTY_CLASSES)
 
 
-def test_property_classes_get_generated_code():
+def test_property_classes_get_generated_code_when_hashed_by_value():
     # frozen classes set their slots through object.__setattr__
     assert "def save_FrozenKey" in PROPERTY_SOURCE and "set_slot(obj, 'x'" in PROPERTY_SOURCE
-    for cls in PROPERTY_CLASSES:
+    for cls in (graphs_under_test.FrozenKey, graphs_under_test.DataKey):
         assert GENERATED.save.get(cls) is not None
+    # hashed by identity: in batches, a column per field, with no code
+    for cls in (graphs_under_test.SlotNode, graphs_under_test.DictNode):
+        assert GENERATED.save.get(cls) is None
+        assert "in batches" in autosave.schema.schema_of(cls).why_not_generated
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(
@@ -191,6 +197,8 @@ def test_random_graphs_give_identical_bytes_through_generated_code(spec):
 
 # -- staleness, strictness, the switch, errors: a package on disk, in fresh processes ---------
 
+# Hashed by value, so saved as records, by its generated handler (a plain Hero, hashed
+# by identity, would be saved in a batch, by columns the engine reads itself).
 V1 = '''
 import attrs
 import autosave
@@ -201,9 +209,11 @@ class Hero:
     name: str
     hp: int
     friends: "list[Hero]" = attrs.Factory(list)
+
+    def __hash__(self):
+        return hash(self.name)
 '''
 V2 = V1 + "    gold: int = 0\n"   # a field added after generation
-HASHED = "\n    def __hash__(self):\n        return hash(self.name)\n"
 
 PROBE = '''
 import sys, warnings, autosave
@@ -485,9 +495,7 @@ def test_generated_code_reaching_past_the_context_fails_the_save_loudly(tmp_path
     """The context offers its operations and nothing else: code reaching for the
     engine's state (as generated code once did) is a SaveError with the object path,
     never a silently skipped call, whatever AUTOSAVE_STRICT says."""
-    # hashed by value: written as records, by its generated handler (a plain Hero
-    # would be written in a batch, by columns the engine reads itself)
-    pkg = make_package(tmp_path, V1 + HASHED)
+    pkg = make_package(tmp_path, V1)
     assert run(tmp_path, [pkg]).returncode == 0
     generated = tmp_path / pkg / "_autosave_generated.py"
     text = generated.read_text()

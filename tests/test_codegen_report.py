@@ -32,8 +32,8 @@ class Notes:
     def __init__(self):
         self.lines = []
 
-@attrs.define
-class Loot:
+@attrs.define(frozen=True)
+class Loot:                       # hashed by value: a record, with generated code
     weight: int
 
 class GameOver(Exception):
@@ -51,7 +51,8 @@ def report(tmp_path, cargo="dict", *flags):
 def test_the_run_reports_generated_and_reflective_classes_and_why(tmp_path):
     pkg, out = report(tmp_path)
     m = f"{pkg}.model"
-    assert f"{pkg}: generated code for 2 classes, 3 left to reflection" in out
+    assert f"{pkg}: 2 classes saved in batches (no code needed), generated code for 0, " \
+           f"3 left to reflection" in out
     assert f"reflection {m}.Coin: defines __reduce__: saved through it" in out
     for unreached in ("Loot", "Notes"):
         assert f"reflection {m}.{unreached}: no field annotation reaches it from a root " \
@@ -62,18 +63,19 @@ def test_the_run_reports_generated_and_reflective_classes_and_why(tmp_path):
     assert "World.seen" not in out and "World.units" not in out      # these are followed
     assert "GameOver" not in out                  # an error is not game state
     assert "hint: annotate the fields that hold them" in out
-    assert f"generated  {m}.World" not in out     # listed only with --verbose
+    assert f"batches    {m}.World" not in out     # listed only with --verbose
 
 
 def test_verbose_lists_every_class(tmp_path):
     pkg, out = report(tmp_path, "dict", "--verbose")
     for cls, kind in (("World", "slots"), ("Unit", "slots")):
-        assert f"generated  {pkg}.model.{cls} ({kind}: {tmp_path / pkg / 'model.py'}:" in out
+        assert f"batches    {pkg}.model.{cls} ({kind}: {tmp_path / pkg / 'model.py'}:" in out
 
 
 def test_following_the_hint_gives_the_class_generated_code(tmp_path):
     pkg, out = report(tmp_path, '"dict[str, Loot]"')
-    assert f"{pkg}: generated code for 3 classes, 2 left to reflection" in out
+    assert f"{pkg}: 2 classes saved in batches (no code needed), generated code for 1, " \
+           f"2 left to reflection" in out
     assert "World.cargo" not in out and f"{pkg}.model.Loot:" not in out
     generated = (tmp_path / pkg / "_autosave_generated.py").read_text()
     assert f"from {pkg}.model import Loot as _Loot" in generated and "def save_Loot(" in generated
