@@ -230,13 +230,17 @@ def decode(data):
             closes_cycle[i] = 1
         if t >= ntypes:
             raise FormatError(f"record {i} names type {t}, the type table has {ntypes}")
-    check_batches(batches, ntypes)
+    check_batches(batches, ntypes, len(data))
     return types, records, root, ext_hook.unset, closes_cycle, batches
 
 
-def check_batches(batches, ntypes):
+def check_batches(batches, ntypes, size):
     """The shape of every batch: [type index, count, [kind, values]...] (what each
-    column must hold is the loader's to check, with the type's fields)."""
+    column must hold is the loader's to check, with the type's fields), and its count
+    bounded by what the bytes hold, before anything is allocated for it: the first
+    column holds one value per object, and batches with no column (classes with no
+    saved field) hold no more objects, together, than the save has bytes."""
+    empty = 0
     for b, batch in enumerate(batches):
         if (type(batch) is not list or len(batch) < 2 or type(batch[0]) is not int
                 or type(batch[1]) is not int):
@@ -256,6 +260,15 @@ def check_batches(batches, ntypes):
                 raise FormatError(f"batch {b} has a malformed column: a column is an "
                                   f"array [0 or 1, [values]] or [2, mask, [values], "
                                   f"[index differences]]")
+        if len(batch) > 2:
+            if len(batch[2][1]) != batch[1]:
+                raise FormatError(f"batch {b} declares {batch[1]} objects, its first column "
+                                  f"holds {len(batch[2][1])}")
+        else:
+            empty += batch[1]
+            if empty > size:
+                raise FormatError(f"batch {b}: its batches without columns declare more "
+                                  f"objects than the save has bytes")
 
 
 def records_of(data):

@@ -124,7 +124,8 @@ def test_a_forged_batch_with_columns_that_fit_loads():
     ([[0, 1, [0, ["a"]], [0, [1]], [1, [-1]], [0, [None]]]], "refers past"),
     ([[0, 1, [0, ["a"]], [0, [1]], [1, ["x"]], [0, [None]]]], "references are not ints"),
     ([[0, 1, [0, ["a"]], [0, [1]], [0, [[0]]], [0, [None]]]], "holds a reference"),
-    ([[0, 1, [0, ["a", "b"]], [0, [1]], [0, [None]], [0, [None]]]], "2 values for 1"),
+    ([[0, 1, [0, ["a", "b"]], [0, [1]], [0, [None]], [0, [None]]]], "first column holds 2"),
+    ([[0, 1, [0, ["a"]], [0, [1, 2]], [0, [None]], [0, [None]]]], "2 values for 1"),
     ([[0, 1, [0, ["a"]], [0, [1]], [2, [[0, 1]]], [0, [None]]]], "malformed column"),
     ([[0, 1, [0, ["a"]], [0, [1]], [2, b"\x01", [], [0, 0]], [0, [None]]]], "mask does not"),
     ([[0, 1, [0, ["a"]], [0, [1]], [2, b"\x02", [], [0]], [0, [None]]]], "mask does not"),
@@ -239,3 +240,23 @@ def test_a_struct_time_and_a_datetime_are_built_from_filled_parts():
     back = autosave.loads(autosave.dumps([t, d, {"when": d}]))
     assert back[0].tm_zone == t.tm_zone and back[0] == t and back[1] == d
     assert back[2]["when"] is back[1]
+
+
+def test_a_batch_cannot_declare_more_objects_than_its_bytes_describe():
+    huge = forged([UNIT], [], [0], [[0, 10 ** 12, [0, ["a"]], [0, [1]], [0, [None]],
+                                     [0, [None]]]])
+    with pytest.raises(FormatError, match="first column holds 1"):
+        autosave.loads(huge)
+    # a class with no saved field: nothing in the file per object
+    empty = forged([[f"{__name__}.Empty", 1, []]], [], [0], [[0, 10 ** 9]])
+    with pytest.raises(FormatError, match="more objects than the save has bytes"):
+        autosave.loads(empty)
+
+
+class Empty:
+    __slots__ = ()
+
+
+def test_a_class_with_no_saved_field_is_batched_and_comes_back():
+    back = autosave.loads(autosave.dumps([Empty(), Empty()]))
+    assert type(back[0]) is Empty and back[0] is not back[1]
