@@ -1,8 +1,10 @@
 """Save: the objects written in batches, a column per field (docs/format.md, "Batches").
 
-Plain instances (a ``slots`` or ``dict`` layout, hashed by identity) and exact lists are
-not written one record each: each type has one *batch*, and each of its fields one
-*column* holding that field of every object of the batch, in order. Columns are read
+Plain instances (a ``slots`` or ``dict`` layout, hashed by identity), exact lists, dicts
+keyed by inline values and tuples of inline values and such objects are not written one
+record each: each type has one *batch*, and each of its fields one *column* holding
+that field of every object of the batch, in order (lists, tuples and dicts: their
+lengths, then their items, or keys and values, one after the other). Columns are read
 off the objects at C speed (``attrgetter``, ``zip``, ``chain``); what a column refers to
 is found in bulk (``map(memo.get, map(id, ...))``); only objects met for the first time
 cost a step each. An object of a batch needs no record before the ones referring to it:
@@ -10,7 +12,7 @@ a load allocates every batch object first, so nothing refers to one "too early".
 
 The walk (``walk.Walker``) meets batch objects in records and in columns; each gets a
 ``Ref`` when first met, the array written wherever it is referred to, whose index is
-filled in once the walk knows every batch's size (``Batches.finish``).
+filled in once the walk knows every batch's size (``Batches.number``).
 """
 
 from collections import deque
@@ -37,9 +39,9 @@ class Ref(list):
 
 
 def batchable(cls, kind, detail):
-    """Whether instances of cls are written in a batch: plain instances hashed by
+    """Whether every instance of cls is written in a batch: plain instances hashed by
     identity (a value hash may need its fields while a load still fills them), and
-    lists."""
+    lists. (Dicts and tuples are, one by one, when they fit: ``Batches.fits``.)"""
     if kind in ("slots", "dict"):
         return cls.__hash__ is object.__hash__ or cls.__hash__ is None
     return cls is list
