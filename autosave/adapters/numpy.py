@@ -152,6 +152,7 @@ def _flags(arr):
 class ArrayAdapter(Adapter):
     """Arrays owning their data, and views (dispatching to VIEW / OBJECT_ARRAY)."""
     name = "numpy.ndarray"
+    reads_parts = False        # its dtype (built whole before it) and its bytes
 
     def parts(self, obj):      # only for arrays of plain data owning their memory
         order = "F" if _flags(obj) & FORTRAN else "C"
@@ -277,6 +278,7 @@ def check_inside(root, dtype, shape, strides, offset):
 
 class ScalarAdapter(Adapter):
     name = "numpy.scalar"
+    reads_parts = False        # its dtype (built whole before it) and a plain value
 
     def parts(self, obj):
         dtype = obj.dtype
