@@ -219,11 +219,11 @@ class Batches:
             if batch.__class__ is Batch:
                 self.add_all(batch, objs)
                 return
-            shapes = list(map(tuple, map(dict.keys, map(vars, objs))))
-            distinct = dict.fromkeys(shapes)
+            distinct = dict.fromkeys(map(tuple, map(dict.keys, map(vars, objs))))
             if len(distinct) == 1:
-                self.add_all(batch(shapes[0]), objs)
+                self.add_all(batch(next(iter(distinct))), objs)
                 return
+            shapes = list(map(tuple, map(dict.keys, map(vars, objs))))
             for shape in distinct:          # by shape, each in the order met
                 self.add_all(batch(shape), list(compress(objs, map(shape.__eq__, shapes))))
             return
