@@ -9,7 +9,7 @@ class plan's own fill, object by object, with the same checks as a record's.
 """
 
 from collections import deque
-from itertools import accumulate, compress, islice, repeat
+from itertools import accumulate, chain, compress, islice, repeat
 from operator import is_
 
 from .adapters import ADAPTERS_BY_NAME
@@ -86,6 +86,8 @@ class Filler:
         self.missing = missing        # the loader's marker of a record not built yet
         self.patches = {}             # index of a record not built -> [(setter, args, k)]
         self.pending = {}             # batch object -> its values still to patch in
+        self.givers = {}              # batch object -> {record: its values still to give}
+        self._edges = None            # see edges()
         self.late = []                # (plan, obj, row, waited): fills that wait for records
 
     def fill(self, any_missing):
@@ -166,6 +168,8 @@ class Filler:
         ``k`` counts as unfinished (``pending``)."""
         self.patches.setdefault(j, []).append((setter, args, k))
         self.pending[k] = self.pending.get(k, 0) + 1
+        givers = self.givers.setdefault(k, {})
+        givers[j] = givers.get(j, 0) + 1
 
     def fill_lists(self, lists, columns, any_missing, start):
         (lengths, _, _), (items, index, _) = columns
@@ -236,6 +240,58 @@ class Filler:
                 self.late.append((plan, obj, row, late[k]))
             else:
                 plan.fill(obj, row)
+
+    def gave(self, j, k):
+        """Record j's value is patched into batch object k: whether k is now whole."""
+        self.pending[k] -= 1
+        self.givers[k][j] -= 1
+        return not self.pending[k]
+
+    def waiting_for_others(self, here, todo, targets, first):
+        """A batch object that the objects ``todo`` reach (``targets(j)``: what record j
+        refers to) and that still waits for a value from a record other than ``here``,
+        or None: a record that reads what it refers to waits for it."""
+        pending, givers = self.pending, self.givers
+        if not any(pending.values()):
+            return None
+        edges = self.edges()
+        seen, todo = set(), list(todo)
+        while todo:
+            j = todo.pop()
+            if j in seen:
+                continue
+            seen.add(j)
+            if j < first:
+                if pending.get(j) and any(n for g, n in givers[j].items() if g != here):
+                    return j
+                todo.extend(edges.get(j, ()))
+            else:
+                todo.extend(targets(j))
+        return None
+
+    def edges(self):
+        """{batch object: the indices it refers to}, made once, when needed."""
+        if self._edges is None:
+            self._edges = edges = {}
+            start = 0
+            for batch in self.batches:
+                n = batch[1]
+                entries = self.plans[batch[0]] in ENTRIES
+                lengths = batch[2][1] if entries else None
+                for column in islice(batch, 3 if entries else 2, None):
+                    if column[0] == COLUMN_INLINE:
+                        continue
+                    index = list(accumulate(column[-1]))
+                    if column[0] != COLUMN_REFS:       # mixed: only where the mask says
+                        index = list(map(next, map((repeat(None), iter(index)).__getitem__,
+                                                   column[1])))
+                    owners = (chain.from_iterable(map(repeat, range(start, start + n), lengths))
+                              if entries else range(start, start + n))
+                    for owner, j in zip(owners, index):
+                        if j is not None:
+                            edges.setdefault(owner, []).append(j)
+                start += n
+        return self._edges
 
     def fill_late(self):
         """The fills that waited for records the loader built after the batches."""

@@ -210,8 +210,7 @@ class Loader:
         Reading contents needs the referenced objects built and filled, and what they
         hold: while the batch objects are not filled, a record that reaches one (by
         way of records) waits for them; once they are, while some still wait for a
-        value that a record not built yet gives them (``pending``), a record that is
-        not such a giver waits for that too. Hashing needs more
+        value that another record, not built yet, gives them, it waits for that too. Hashing needs more
         than the keys: a key's hash may run through its fields into objects beyond it,
         so everything reachable through objects hashed by value must be done; an
         object hashed by identity ends the search, its hash never changes.
@@ -222,9 +221,9 @@ class Loader:
         if not hashes:
             if unfilled:
                 return next((j for j in todo if j != here and self.reaches_batch(j)), None)
-            pending = self.filler.pending
-            if pending and here not in self.filler.patches and todo:
-                waiting = next((k for k, left in pending.items() if left), None)
+            if self.filler.pending and todo:
+                waiting = self.filler.waiting_for_others(
+                    here, todo, lambda j: self.targets(records[j], ALL, j), self.first)
                 if waiting is not None:
                     return waiting
             return next((j for j in todo if j != here and (
@@ -335,8 +334,9 @@ class Loader:
         whose blockers hash by identity first (their hash cannot change when filled).
         """
         objs, unfinished = self.objs, self.unfinished
-        patches = self.filler.patches    # batch objects' values built here
-        pending = self.filler.pending
+        filler = self.filler
+        patches = filler.patches         # batch objects' values built here
+        pending = filler.pending
         on_built, on_finished = {}, {}
         need = {}                 # waiting record -> [built blockers left, fill blockers]
         waiting = set(deferred)
@@ -361,6 +361,9 @@ class Loader:
                 building, missing_part, finished_part = True, plan.build_slice, plan.build_finished
             else:
                 building, missing_part, finished_part = False, ALL, plan.fill_finished
+            if finished_part is None and pending and plan.reads_parts:
+                # what it reads may be a batch object still waiting for a value
+                finished_part = missing_part
             need_built = [j for j in self.targets(rec, missing_part, i) if objs[j] is MISSING]
             need_finished = []
             if not force and finished_part is not None:
@@ -385,8 +388,7 @@ class Loader:
                 if patches and i in patches:
                     for setter, args, k in patches.pop(i):
                         setter(*args, objs[i])
-                        pending[k] -= 1
-                        if not pending[k]:
+                        if filler.gave(i, k):
                             unfinished.discard(k)
                             complete(k, on_finished, False)
                 complete(i, on_built, True)

@@ -260,3 +260,21 @@ class Empty:
 def test_a_class_with_no_saved_field_is_batched_and_comes_back():
     back = autosave.loads(autosave.dumps([Empty(), Empty()]))
     assert type(back[0]) is Empty and back[0] is not back[1]
+
+
+class Reader:
+    """Built by a constructor that reads, in a dict it is given, an object that a
+    constructor of its own builds."""
+
+    def __init__(self, table):
+        self.table = table
+        self.n = table["box"].n
+
+    def __reduce__(self):
+        return (Reader, (self.table,))
+
+
+def test_a_constructor_reading_a_batch_object_waits_for_the_values_patched_into_it():
+    table = {"box": Box([1, 2])}
+    back = autosave.loads(autosave.dumps([Reader(table), table]))
+    assert back[0].n == 2 and back[0].table is back[1] and back[1]["box"].items == [1, 2]
