@@ -88,6 +88,8 @@ class Filler:
         self.pending = {}             # batch object -> its values still to patch in
         self.givers = {}              # batch object -> {record: its values still to give}
         self._edges = None            # see edges()
+        self.restores = {}            # batch object shown without its missing values ->
+                                      # what makes it whole (None: nothing to do)
         self.late = []                # (plan, obj, row, waited): fills that wait for records
 
     def fill(self, any_missing):
@@ -242,10 +244,47 @@ class Filler:
                 plan.fill(obj, row)
 
     def gave(self, j, k):
-        """Record j's value is patched into batch object k: whether k is now whole."""
+        """Record j's value is patched into batch object k: whether k is now whole
+        (then, if it was shown without its missing values, it is made whole again)."""
         self.pending[k] -= 1
         self.givers[k][j] -= 1
-        return not self.pending[k]
+        if self.pending[k]:
+            return False
+        restore = self.restores.pop(k, None)
+        if restore is not None:
+            restore()
+        return True
+
+    def hide_missing(self):
+        """Take the values not built yet out of the batch objects waiting for them, as
+        pickle shows an object on a cycle: without them. A list or dict shows the
+        values it has (its full contents are kept aside, in order, and patched there);
+        a slot is left unset. Used only when code that reads must run before the
+        records that give those values, which wait for it in turn."""
+        by_object = {}
+        for j, entries in self.patches.items():
+            for n, (setter, args, k) in enumerate(entries):
+                if self.pending.get(k) and k not in self.restores:
+                    by_object.setdefault(k, []).append((j, n, setter, args))
+        for k, entries in by_object.items():
+            setter, args = entries[0][2], entries[0][3]
+            target = args[0]
+            if setter is list.__setitem__ or setter is dict.__setitem__:
+                kind = list if setter is list.__setitem__ else dict
+                full = kind(target)
+                if kind is list:
+                    target[:] = [v for v in full if v is not self.missing]
+                    self.restores[k] = lambda t=target, f=full: t.__setitem__(slice(None), f)
+                else:
+                    for key in [key for key, v in full.items() if v is self.missing]:
+                        del target[key]
+                    self.restores[k] = lambda t=target, f=full: (t.clear(), t.update(f))
+                for j, n, setter, args in entries:     # patch the full contents instead
+                    self.patches[j][n] = (setter, (full, *args[1:]), k)
+            else:                                      # a slot: unset until patched
+                for _, _, setter, args in entries:
+                    setter.__self__.__delete__(args[0])
+                self.restores[k] = None
 
     def waiting_for_others(self, here, todo, targets, first):
         """A batch object that the objects ``todo`` reach (``targets(j)``: what record j

@@ -402,6 +402,13 @@ class Loader:
             waiting.discard(i)
             complete(i, on_finished, False)
 
+        def reads_waiting(i):
+            """Record i goes ahead on a cycle: if what it reads still waits for values
+            (from records that wait for it in turn), it sees them without those values,
+            never the placeholder, as pickle shows an object on a cycle."""
+            if filler.pending and self.plans[self.records[i][0]].reads_parts:
+                filler.hide_missing()
+
         def hashes_safely(i):
             rec = self.records[i]
             plan = self.plans[rec[0]]
@@ -424,6 +431,7 @@ class Loader:
                 for i in safe or stuck:
                     only_fills.discard(i)
                     if i in waiting:
+                        reads_waiting(i)
                         attempt(i, True)
 
     def targets(self, rec, part, here):
