@@ -91,11 +91,12 @@ class Loader:
         deferred, hooks = [], self.batch_hooks()
         unfilled = first            # batch objects: not filled while records are built
         has_missing = False
-        # Per type: (plan, mutable, fill or None, fill_finished, has __autosave_loaded__,
-        #            create or None, generated create_from_record or None)
-        # What a build and a fill must find finished: while batch objects are not
-        # filled, everything a plan that reads its parts refers to (what those parts
-        # hold may be a batch object: a structseq's dict, a constructor's list).
+        # Per type: (plan, mutable, fill or None, what a fill must find finished,
+        #            has __autosave_loaded__, create or None, generated
+        #            create_from_record or None, what a build must find finished).
+        # While batch objects are not filled, a plan that reads its parts must find
+        # everything it refers to finished (what those parts hold may be a batch
+        # object: a structseq's dict, a constructor's list).
         waits = bool(first)
         info = [(p, p.mutable, p.fill if p.has_fill else None,
                  p.fill_finished if p.fill_finished is not None or not waits
