@@ -43,7 +43,7 @@ def batchable(cls, kind, detail):
     identity (a value hash may need its fields while a load still fills them), and
     lists. (Dicts and tuples are, one by one, when they fit: ``Batches.fits``.)"""
     if kind in ("slots", "dict"):
-        return cls.__hash__ is object.__hash__ or cls.__hash__ is None
+        return detail.batched                  # the schema's one decision
     return cls is list
 
 
@@ -186,16 +186,16 @@ class Batches:
                 objs = list(compress(objs, map(set(rest).__contains__, classes)))
             self.walker.mention_in_order(objs)
 
-    @staticmethod
-    def batched(cls):
-        """Whether cls is filed in batches (without making its handler)."""
+    def batched(self, cls):
+        """Whether cls is filed in batches (without making its handler): what
+        ``Walker.plain_handler_for`` decides, asset classes aside."""
         if cls in REGISTRY.asset_classes:
             return False
         try:
             kind, detail = dispatch.kind_of(cls)
         except Exception:
             return False                        # the walk meets the error with a path
-        return batchable(cls, kind, detail) or cls is dict or cls is tuple
+        return batchable(cls, kind, detail) or cls in self.fits
 
     def meet_class(self, cls, objs):
         walker = self.walker

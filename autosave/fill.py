@@ -14,7 +14,8 @@ from operator import is_
 
 from .adapters import ADAPTERS_BY_NAME
 from .errors import FormatError
-from .format import ABSENT, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES
+from .format import (ABSENT, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES, check_lengths,
+                     merge_mixed)
 from .limits import FLOOD_MIN, check_flood
 
 LIST_PLAN, DICT_PLAN = ADAPTERS_BY_NAME["builtins.list"], ADAPTERS_BY_NAME["builtins.dict"]
@@ -140,10 +141,7 @@ class Filler:
         kinds = set(map(type, inline))
         if not kinds <= _INLINE_VALUES:
             raise FormatError("a mixed column's inline values hold a reference")
-        if mask.count(1) != len(refs) or mask.count(0) != len(inline) or \
-                size != len(refs) + len(inline):
-            raise FormatError("a mixed column's mask does not match its values")
-        values = list(map(next, map((iter(inline), iter(refs)).__getitem__, mask)))
+        values = merge_mixed(mask, inline, refs)
         if self.any_missing:
             index = list(map(next, map((repeat(None), iter(index)).__getitem__, mask)))
         return values, index, _ABSENT in kinds
@@ -341,10 +339,3 @@ class Filler:
                 row[field] = objs[j]
             plan.fill(obj, row)
 
-
-def check_lengths(lengths, count, what):
-    if not set(map(type, lengths)) <= {int} or (lengths and min(lengths) < 0):
-        raise FormatError(f"the {what}' lengths must be non-negative ints")
-    if sum(lengths) != count:
-        raise FormatError(f"the {what}' lengths add up to {sum(lengths)}, the column "
-                          f"holds {count}")

@@ -290,9 +290,13 @@ def records_of(data):
             if len(columns) != entries:
                 raise FormatError(f"batch {b} must have {entries} columns")
             lengths, *items = columns
-            if (len(lengths) != n or not all(type(k) is int and k >= 0 for k in lengths)
-                    or any(sum(lengths) != len(column) for column in items)):
-                raise FormatError(f"batch {b}: the lengths do not match its entries")
+            try:
+                if len(lengths) != n:
+                    raise FormatError(f"{len(lengths)} lengths for {n} objects")
+                for column in items:
+                    check_lengths(lengths, len(column), "entries")
+            except FormatError as e:
+                raise FormatError(f"batch {b}: {e}") from None
             if entries == 3:           # a dict record's payload: keys and values alternating
                 items = [list(chain.from_iterable(zip(*items)))]
                 lengths = [2 * k for k in lengths]
@@ -325,11 +329,29 @@ def _column_values(b, column):
     refs = [[j] for j in accumulate(differences)]
     if column[0] == COLUMN_REFS:
         return refs
-    mask, inline = column[1], column[2]
+    try:
+        return merge_mixed(column[1], column[2], refs)
+    except FormatError as e:
+        raise FormatError(f"batch {b}: {e}") from None
+
+
+def merge_mixed(mask, inline, refs):
+    """A mixed column's values in order: for each mask byte, the next inline value (0)
+    or the next reference (1); a mask that does not match them is a FormatError."""
     if mask.count(1) != len(refs) or mask.count(0) != len(inline) or \
             len(mask) != len(refs) + len(inline):
-        raise FormatError(f"batch {b}: a mixed column's mask does not match its values")
+        raise FormatError("a mixed column's mask does not match its values")
     return list(map(next, map((iter(inline), iter(refs)).__getitem__, mask)))
+
+
+def check_lengths(lengths, count, what):
+    """The lengths column of a batch of lists, tuples or dicts: non-negative ints that
+    add up to ``count``, the entries the next column holds."""
+    if not set(map(type, lengths)) <= {int} or (lengths and min(lengths) < 0):
+        raise FormatError(f"the {what}' lengths must be non-negative ints")
+    if sum(lengths) != count:
+        raise FormatError(f"the {what}' lengths add up to {sum(lengths)}, the column "
+                          f"holds {count}")
 
 
 def to_jsonable(data):

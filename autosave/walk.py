@@ -247,7 +247,7 @@ class Walker:
             if kind != dispatch.ADAPTER:
                 REGISTRY.check_savable_name(cls, "class")
             return self.batches.handler(cls, kind, detail)
-        if cls is dict or cls is tuple:
+        if cls in self.batches.fits:         # dicts and tuples: those that fit
             return self.batches.some_handler(cls, self.record_handler_for(cls, kind, detail))
         return self.record_handler_for(cls, kind, detail)
 
