@@ -77,6 +77,12 @@ class Batches:
         # and after the fills); a tuple when its items are plain.
         self.fits = {dict: _inline_keys, tuple: self.plain_items}
         self.unset = 0
+        # Objects of batched classes hashed and compared by identity are also keyed by
+        # themselves: a column of them is looked up without an id() each, and without
+        # comparing int keys, which touches each key (twice the memory traffic).
+        self.keyed = set()
+        self.by_object = {}
+        self.decided = set()           # classes a column has met
 
     # -- meeting objects -------------------------------------------------------------
 
@@ -114,6 +120,8 @@ class Batches:
         if cls not in REGISTRY.asset_classes:     # assets are told apart one by one
             self.by_class[cls] = batch
             self.plain.add(cls)
+            if cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__:
+                self.keyed.add(cls)
         memo, add = self.memo, self.add
         stale = self.stale.append
         if kind == "dict":
@@ -150,6 +158,8 @@ class Batches:
         self.serial += 1
         ref = Ref((-self.serial,))
         self.memo[id(obj)] = ref
+        if obj.__class__ in self.keyed:
+            self.by_object[obj] = ref
         batch.objs.append(obj)
         batch.refs.append(ref)
         return ref
@@ -160,6 +170,8 @@ class Batches:
         refs = list(map(Ref, zip(range(-self.serial - 1, -self.serial - n - 1, -1))))
         self.serial += n
         self.memo.update(zip(map(id, objs), refs))
+        if objs and objs[0].__class__ in self.keyed:     # one class: see meet_class
+            self.by_object.update(zip(objs, refs))
         batch.objs += objs
         batch.refs += refs
 
@@ -176,7 +188,7 @@ class Batches:
         by_class = self.by_class
         for cls in kinds:
             if cls not in by_class and self.batched(cls):
-                self.meet_class(cls, [])        # files cls in by_class
+                self.decide(cls, objs[classes.index(cls)])
         rest = [cls for cls in kinds if cls not in by_class]
         for cls in kinds:
             if cls in by_class:
@@ -197,15 +209,18 @@ class Batches:
             return False                        # the walk meets the error with a path
         return batchable(cls, kind, detail) or cls in self.fits
 
+    def decide(self, cls, obj):
+        """Make cls's handler, which files cls in by_class if it is batched; obj, one
+        of its instances, is what an error names."""
+        try:
+            self.walker.handler_of(cls)
+        except Exception as e:
+            raise placed(self.walker, obj, e) from placed_cause(e)
+
     def meet_class(self, cls, objs):
         walker = self.walker
         if cls not in self.by_class:
-            try:
-                walker.handler_of(cls)       # decides, files cls in by_class if batched
-            except Exception as e:
-                raise placed(walker, objs[0], e) from placed_cause(e)
-        if not objs:
-            return
+            self.decide(cls, objs[0])
         batch = self.by_class.get(cls)
         if batch is not None:
             fits = self.fits.get(cls)
@@ -258,14 +273,24 @@ class Batches:
         if kinds <= _INLINE_COLUMN:
             return COLUMN_INLINE, column
         if kinds.isdisjoint(_INLINE_COLUMN):
-            return COLUMN_REFS, self.refer(column)
+            return COLUMN_REFS, self.refer(column, kinds)
         inline = list(map(_INLINE_COLUMN.__contains__, map(type, column)))
-        refs = self.refer(list(compress(column, map(not_, inline))))
+        refs = self.refer(list(compress(column, map(not_, inline))), kinds - _INLINE_COLUMN)
         return COLUMN_MIXED, (bytes(map(not_, inline)), list(compress(column, inline)), refs)
 
-    def refer(self, objs):
+    def refer(self, objs, kinds):
         """The cells of objs (each holds the object's index once the walk numbers
-        everything), meeting the objects the walk has not met yet."""
+        everything), meeting the objects the walk has not met yet. ``kinds``: their
+        classes."""
+        if not kinds <= self.decided:
+            self.decide_all(objs, kinds)
+        if kinds <= self.keyed:
+            get = self.by_object.get
+            cells = list(map(get, objs))
+            if None not in cells:
+                return cells
+            self.meet(list(dict.fromkeys(compress(objs, map(is_, cells, repeat(None))))))
+            return list(map(get, objs))
         ids = list(map(id, objs))
         memo = self.memo
         cells = list(map(memo.get, ids))
@@ -275,6 +300,18 @@ class Batches:
             cells = list(map(memo.__getitem__, ids))
         # met before but only mentioned ([None]): the walk visits them
         return cells
+
+    def decide_all(self, objs, kinds):
+        """Decide the batched classes among kinds not met in a column before, in the
+        order of their first objects (the type table's order, as ``meet`` would): an
+        object of a class with no handler yet is new, so this decides nothing early."""
+        self.decided |= kinds
+        new = {cls for cls in kinds if cls not in self.by_class and self.batched(cls)}
+        if new:
+            classes = list(map(type, objs))
+            for cls in dict.fromkeys(classes):
+                if cls in new:
+                    self.decide(cls, objs[classes.index(cls)])
 
     # -- the end of the walk -------------------------------------------------------------
 

@@ -87,6 +87,17 @@ def test_class_defined_in_a_function_is_refused():
         autosave.dumps(make_world(Local()))
 
 
+
+def test_refused_class_met_first_in_a_column_among_others_is_named_by_path():
+    # A list's items are taken as one column; the classes met there for the first time
+    # are decided together, and the one refused is named by its object's path.
+    class Local:
+        pass
+    squad = Squad(Npc("a"), [Npc("b"), Ai(), Local(), Npc("c")])
+    with pytest.raises(autosave.SaveError,
+                       match=r"squads\[0\]\.members\[2\].*defined inside a function"):
+        autosave.dumps(World([squad]))
+
 @attrs.define
 class Holder:
     sock: object = attrs.field(default=None, metadata=autosave.transient)
