@@ -87,7 +87,6 @@ class Filler:
         self.missing = missing        # the loader's marker of a record not built yet
         self.patches = {}             # index of a record not built -> [(setter, args, k)]
         self.pending = {}             # batch object -> its values still to patch in
-        self.givers = {}              # batch object -> {record: its values still to give}
         self._edges = None            # see edges()
         self.restores = {}            # batch object shown without its missing values ->
                                       # what makes it whole (None: nothing to do)
@@ -168,8 +167,6 @@ class Filler:
         ``k`` counts as unfinished (``pending``)."""
         self.patches.setdefault(j, []).append((setter, args, k))
         self.pending[k] = self.pending.get(k, 0) + 1
-        givers = self.givers.setdefault(k, {})
-        givers[j] = givers.get(j, 0) + 1
 
     def fill_lists(self, lists, columns, any_missing, start):
         (lengths, _, _), (items, index, _) = columns
@@ -245,7 +242,6 @@ class Filler:
         """Record j's value is patched into batch object k: whether k is now whole
         (then, if it was shown without its missing values, it is made whole again)."""
         self.pending[k] -= 1
-        self.givers[k][j] -= 1
         if self.pending[k]:
             return False
         restore = self.restores.pop(k, None)
@@ -257,8 +253,9 @@ class Filler:
         """Take the values not built yet out of the batch objects waiting for them, as
         pickle shows an object on a cycle: without them. A list or dict shows the
         values it has (its full contents are kept aside, in order, and patched there);
-        a slot is left unset. Used only when code that reads must run before the
-        records that give those values, which wait for it in turn."""
+        a slot is left unset. Done once, right after the fill: code that reads waits
+        for what it reaches to be whole (``readers``), so only code on a cycle through
+        the records that give those values sees an object without them."""
         by_object = {}
         for j, entries in self.patches.items():
             for n, (setter, args, k) in enumerate(entries):
@@ -283,28 +280,6 @@ class Filler:
                 for _, _, setter, args in entries:
                     setter.__self__.__delete__(args[0])
                 self.restores[k] = None
-
-    def waiting_for_others(self, here, todo, targets, first):
-        """A batch object that the objects ``todo`` reach (``targets(j)``: what record j
-        refers to) and that still waits for a value from a record other than ``here``,
-        or None: a record that reads what it refers to waits for it."""
-        pending, givers = self.pending, self.givers
-        if not any(pending.values()):
-            return None
-        edges = self.edges()
-        seen, todo = set(), list(todo)
-        while todo:
-            j = todo.pop()
-            if j in seen:
-                continue
-            seen.add(j)
-            if j < first:
-                if pending.get(j) and any(n for g, n in givers[j].items() if g != here):
-                    return j
-                todo.extend(edges.get(j, ()))
-            else:
-                todo.extend(targets(j))
-        return None
 
     def edges(self):
         """{batch object: the indices it refers to}, made once, when needed."""

@@ -23,6 +23,7 @@ from .generated import GENERATED
 from .limits import check_records
 from .loadcheck import bound_hook, describe
 from .plans import InstancePlan, plan_for, release_plans
+from .readers import Gates
 
 
 class _Missing:
@@ -178,6 +179,9 @@ class Loader:
             filler.fill(has_missing or self.forwarded_missing)
             self.unfilled = 0
             unfinished.update(filler.pending)     # they wait for records still to build
+            # Code that runs on load never sees the loader's placeholder: an object
+            # waiting for a value shows without it, as pickle shows one on a cycle.
+            filler.hide_missing()
         if deferred:
             self.finish_deferred(deferred, hooks)
         filler.fill_late()
@@ -210,8 +214,8 @@ class Loader:
 
         Reading contents needs the referenced objects built and filled, and what they
         hold: while the batch objects are not filled, a record that reaches one (by
-        way of records) waits for them; once they are, while some still wait for a
-        value that another record, not built yet, gives them, it waits for that too. Hashing needs more
+        way of records) waits for them; once they are, what it reaches further is
+        ``readers.Gates``'s to wait for (``finish_deferred``). Hashing needs more
         than the keys: a key's hash may run through its fields into objects beyond it,
         so everything reachable through objects hashed by value must be done; an
         object hashed by identity ends the search, its hash never changes.
@@ -222,11 +226,6 @@ class Loader:
         if not hashes:
             if unfilled:
                 return next((j for j in todo if j != here and self.reaches_batch(j)), None)
-            if self.filler.pending and todo:
-                waiting = self.filler.waiting_for_others(
-                    here, todo, lambda j: self.targets(records[j], ALL, j), self.first)
-                if waiting is not None:
-                    return waiting
             return next((j for j in todo if j != here and (
                 self.obj_at(j) is MISSING or j in unfinished)), None)
         seen, ready = set(), self.hash_ready
@@ -342,6 +341,14 @@ class Loader:
         need = {}                 # waiting record -> [built blockers left, fill blockers]
         waiting = set(deferred)
         ready = deque(deferred)
+        gates = None
+        if self.first:            # records reach later ones through batch objects
+            records, first, edges = self.records, self.first, filler.edges()
+            gates = Gates(deferred, lambda j: self.targets(records[j], ALL, j)
+                          if j >= first else edges.get(j, ()),
+                          lambda i: self.plans[self.records[i][0]].reads_parts,
+                          len(records))
+            ready = deque(i for i in deferred if not gates.hold(i))
         only_fills = set()        # waiting, and blocked by nothing but unfinished fills
 
         def complete(j, table, built):
@@ -402,13 +409,8 @@ class Loader:
             unfinished.discard(i)
             waiting.discard(i)
             complete(i, on_finished, False)
-
-        def reads_waiting(i):
-            """Record i goes ahead on a cycle: if what it reads still waits for values
-            (from records that wait for it in turn), it sees them without those values,
-            never the placeholder, as pickle shows an object on a cycle."""
-            if filler.pending and self.plans[self.records[i][0]].reads_parts:
-                filler.hide_missing()
+            if gates is not None:
+                ready.extend(gates.done(i))
 
         def hashes_safely(i):
             rec = self.records[i]
@@ -432,7 +434,6 @@ class Loader:
                 for i in safe or stuck:
                     only_fills.discard(i)
                     if i in waiting:
-                        reads_waiting(i)
                         attempt(i, True)
 
     def targets(self, rec, part, here):
