@@ -9,6 +9,7 @@ class plan's own fill, object by object, with the same checks as a record's.
 """
 
 from collections import deque
+from functools import partial
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import is_
 
@@ -90,7 +91,6 @@ class Filler:
         self._edges = None            # see edges()
         self.restores = {}            # batch object shown without its missing values ->
                                       # what makes it whole (None: nothing to do)
-        self.late = []                # (plan, obj, row, waited): fills that wait for records
 
     def fill(self, any_missing):
         """Fill every batch; a value not built yet (a record the loader still waits
@@ -226,17 +226,23 @@ class Filler:
                     self.patch(j, dict.__setitem__, (objs[k].__dict__, name), start + k)
             return
         # The plan's own fill, one object at a time, on a record's row [t, values...];
-        # an object whose values are not all built waits for them (fill_late).
+        # an object whose values are not all built is filled when the last of them is
+        # (its "restore", run by ``gave``): until then it is unfinished, like any
+        # batch object waiting for a value.
         rows = list(zip(repeat(None), *values)) if values else [(None,)] * len(objs)
         late = {}
         for field, stretch in enumerate(waiting, 1):
             for k, j in stretch:
                 late.setdefault(k, []).append((field, j))
         for k, (obj, row) in enumerate(zip(objs, rows)):
-            if k in late:
-                self.late.append((plan, obj, row, late[k]))
-            else:
+            waits = late.get(k)
+            if waits is None:
                 plan.fill(obj, row)
+                continue
+            row = list(row)
+            for field, j in waits:
+                self.patch(j, row.__setitem__, (field,), start + k)
+            self.restores[start + k] = partial(plan.fill, obj, row)
 
     def gave(self, j, k):
         """Record j's value is patched into batch object k: whether k is now whole
@@ -253,9 +259,10 @@ class Filler:
         """Take the values not built yet out of the batch objects waiting for them, as
         pickle shows an object on a cycle: without them. A list or dict shows the
         values it has (its full contents are kept aside, in order, and patched there);
-        a slot is left unset. Done once, right after the fill: code that reads waits
-        for what it reaches to be whole (``readers``), so only code on a cycle through
-        the records that give those values sees an object without them."""
+        a slot is left unset; an instance filled by its plan (it has a restore
+        already) is not filled at all yet. Done once, right after the fill: code that
+        reads waits for what it reaches to be whole (``readers``), so only code on a
+        cycle through the records that give those values sees an object without them."""
         by_object = {}
         for j, entries in self.patches.items():
             for n, (setter, args, k) in enumerate(entries):
@@ -304,13 +311,3 @@ class Filler:
                             edges.setdefault(owner, []).append(j)
                 start += n
         return self._edges
-
-    def fill_late(self):
-        """The fills that waited for records the loader built after the batches."""
-        objs = self.objs
-        for plan, obj, row, waited in self.late:
-            row = list(row)
-            for field, j in waited:
-                row[field] = objs[j]
-            plan.fill(obj, row)
-

@@ -184,7 +184,6 @@ class Loader:
             filler.hide_missing()
         if deferred:
             self.finish_deferred(deferred, hooks)
-        filler.fill_late()
         self.current = None
         consumed = sum(getattr(p, "unset_slots", 0) for p in self.plans)
         if consumed != self.unset_markers:

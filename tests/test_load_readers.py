@@ -41,6 +41,12 @@ class DictNode:
     pass
 
 
+class Sparse:
+    """Slotted, its last slot never set: filled field by field by its class plan, not
+    in bulk (the other path a batch takes)."""
+    __slots__ = ("a", "b", "c")
+
+
 @attrs.frozen
 class Key:
     """Hashed by value, so a record whose hash a load computes from its fields."""
@@ -98,6 +104,8 @@ def digest(root, me=None):
             return "{" + ",".join(f"{d(k)}:{d(v)}" for k, v in list(o.items())) + "}"
         if t is SlotNode:
             return "S(" + ",".join(d(getattr(o, n, UNSET)) for n in "abc") + ")"
+        if t is Sparse:
+            return "P(" + ",".join(d(getattr(o, n, UNSET)) for n in "abc") + ")"
         if t is DictNode:
             return "D(" + ",".join(f"{k}={d(v)}" for k, v in list(vars(o).items())) + ")"
         if t is Key:
@@ -112,10 +120,10 @@ def digest(root, me=None):
 
 # A frozen key is allocated, then given its fields, like the mutable kinds (by pickle
 # too); only its hash waits for them.
-MUTABLE = ("slot", "dictnode", "list", "dict", "restored", "key")
+MUTABLE = ("slot", "sparse", "dictnode", "list", "dict", "restored", "key")
 BUILT = ("tuple", "made")               # exist only once their parts do
 READERS = ("made", "restored")
-IDENTITY = ("slot", "dictnode", "made", "restored")     # usable in keys as they are
+IDENTITY = ("slot", "sparse", "dictnode", "made", "restored")     # usable in keys as they are
 atoms = st.one_of(st.none(), st.integers(-3, 300), st.sampled_from(["x", "y", ""]))
 
 
@@ -155,7 +163,7 @@ def specs(draw, max_nodes=12):
             edges.append([edge(i, True), edge(i, True)])
         elif k in ("tuple", "list"):
             edges.append([edge(i) for _ in range(draw(st.integers(0, 3)))])
-        else:                              # slot: a, b, c; readers: a, b
+        else:                              # slot: a, b, c; sparse, readers: a, b
             edges.append([edge(i) for _ in range(3 if k == "slot" else 2)])
     return kinds, edges
 
@@ -163,7 +171,7 @@ def specs(draw, max_nodes=12):
 def build(spec):
     kinds, edges = spec
     objs = [None] * len(kinds)
-    new = {"slot": SlotNode, "dictnode": DictNode, "list": list, "dict": dict,
+    new = {"slot": SlotNode, "sparse": lambda: Sparse(), "dictnode": DictNode, "list": list, "dict": dict,
            "restored": lambda: Restored.__new__(Restored), "key": lambda: Key.__new__(Key)}
     for i, k in enumerate(kinds):
         if k in new:
@@ -186,6 +194,8 @@ def build(spec):
         obj = objs[i]
         if k == "slot":
             obj.a, obj.b, obj.c = map(val, edges[i])
+        elif k == "sparse":
+            obj.a, obj.b = map(val, edges[i])
         elif k == "dictnode":
             for name, e in edges[i]:
                 setattr(obj, name, val(e))
