@@ -66,10 +66,8 @@ class Saver(Walker):
             self.context = SaveContext(self)
         return factory(self.context)
 
-    def _run(self, root):
-        types, records, root_value, batches = super()._run(root)
-        self.check_loadable(types, records)
-        return types, records, root_value, batches
+    def check_walk(self):
+        self.check_loadable(self.types, self.records)
 
     def check_loadable(self, types, records):
         """Refuse a graph that would save but not load: the loader's bounds (chains

@@ -145,9 +145,18 @@ class Walker:
         deque(map(list.__setitem__, self.cells, repeat(0),
                   range(first, first + len(self.cells))), 0)
         self.write_weak_entries()
+        self.check_walk()
+        # Nothing looks an object up any more: the memo (a cell and an id per object)
+        # goes before the columns are written, so the two are never held together.
+        self.memo.clear()
+        batches.by_object.clear()
         written = batches.written()
         self.unset += batches.unset
         return self.types, self.records, self.root_reference(root_value), written
+
+    def check_walk(self):
+        """Called once the walk has numbered everything, while objects can still be
+        looked up (``Saver`` checks here that the records would load)."""
 
     def root_reference(self, root_value):
         if root_value.__class__ is list:     # the root's cell: a record's or a Ref
