@@ -10,9 +10,12 @@ is found in bulk (``map(memo.get, map(id, ...))``); only objects met for the fir
 cost a step each. An object of a batch needs no record before the ones referring to it:
 a load allocates every batch object first, so nothing refers to one "too early".
 
-The walk (``walk.Walker``) meets batch objects in records and in columns; each gets a
-``Ref`` when first met, the array written wherever it is referred to, whose index is
-filled in once the walk knows every batch's size (``Batches.number``).
+The walk (``walk.Walker``) meets batch objects in records and in columns; each is
+numbered in the order it is met, and its memo entry is the 1-tuple ``(-serial,)``
+(48 bytes, made at C speed by ``zip``): its *reference*, which the walk's cells and
+``SetOrder`` read as they read a record's cell. When the walk ends and every batch's
+size is known, ``Batches.number`` maps serials to indices (``tail[-serial]``), and the
+references held by columns and records are written as indices.
 """
 
 from collections import deque
@@ -30,14 +33,6 @@ _INLINE_COLUMN = INLINE_TYPES | {_ABSENT_TYPE}
 _first = itemgetter(0)
 
 
-class Ref(list):
-    """[index] of a batch object: one per object, shared by every record that refers to
-    it and written as the reference itself. Until the walk ends it holds a negative
-    placeholder, the object's discovery order (a key the canonical set order can
-    compare with record indices, and a value no record index takes)."""
-    __slots__ = ()
-
-
 def batchable(cls, kind, detail):
     """Whether every instance of cls is written in a batch: plain instances hashed by
     identity (a value hash may need its fields while a load still fills them), and
@@ -49,12 +44,12 @@ def batchable(cls, kind, detail):
 
 class Batch:
     """The objects of one type entry, in discovery order, and their columns so far."""
-    __slots__ = ("t", "objs", "refs", "done", "segments", "get")
+    __slots__ = ("t", "objs", "serials", "done", "segments", "get")
 
     def __init__(self, t, nfields, get):
         self.t = t
         self.objs = []
-        self.refs = []
+        self.serials = []              # ranges of the serials of objs, in order
         self.done = 0                  # objects whose columns are taken
         self.segments = [[] for _ in range(nfields)]   # per column: [(kind, values)]
         self.get = get                 # objs -> one sequence per column
@@ -69,6 +64,7 @@ class Batches:
         self.by_class = {}             # class -> Batch, or (class -> {shape: Batch})
         self.all = []
         self.serial = 0                # batch objects met so far
+        self.tail = None               # serial -> index, as tail[-serial] (number())
         self.stale = []                # cells of batch objects met as records would be
         # Classes whose every instance is a batch object; a tuple of them and of
         # inline values can be built before any record, so it goes in a batch too.
@@ -132,9 +128,9 @@ class Batches:
             return file_dict
 
         def file(obj):
-            cell = memo[id(obj)]         # what records met so far hold: now the Ref
+            cell = memo[id(obj)]         # what records met so far hold: now the reference
             cell[0] = add(batch, obj)
-            stale(cell)                  # columns may hold it too: numbered with the Ref
+            stale(cell)                  # columns may hold it too: numbered at the end
         return file
 
     def some_handler(self, cls, record):
@@ -155,25 +151,29 @@ class Batches:
         return file_or_record
 
     def add(self, batch, obj):
-        self.serial += 1
-        ref = Ref((-self.serial,))
+        serial = self.serial = self.serial + 1
+        ref = (-serial,)
         self.memo[id(obj)] = ref
         if obj.__class__ in self.keyed:
             self.by_object[obj] = ref
         batch.objs.append(obj)
-        batch.refs.append(ref)
+        serials = batch.serials
+        if serials and serials[-1].stop == serial:
+            serials[-1] = range(serials[-1].start, serial + 1)
+        else:
+            serials.append(range(serial, serial + 1))
         return ref
 
     def add_all(self, batch, objs):
         """File objects met for the first time, all of batch's type, at C speed."""
-        n = len(objs)
-        refs = list(map(Ref, zip(range(-self.serial - 1, -self.serial - n - 1, -1))))
+        n, serial = len(objs), self.serial
+        refs = list(zip(range(-serial - 1, -serial - n - 1, -1)))
         self.serial += n
         self.memo.update(zip(map(id, objs), refs))
         if objs and objs[0].__class__ in self.keyed:     # one class: see meet_class
             self.by_object.update(zip(objs, refs))
         batch.objs += objs
-        batch.refs += refs
+        batch.serials.append(range(serial + 1, serial + n + 1))
 
     def meet(self, objs):
         """Objects a column refers to that the walk has not met, distinct, in order:
@@ -316,15 +316,25 @@ class Batches:
     # -- the end of the walk -------------------------------------------------------------
 
     def number(self):
-        """Give every batch object its index: batches first, in order."""
+        """Give every batch object its index, batches first, in order: ``tail``, where
+        tail[-serial] is the index (one slice assignment per run of serials)."""
+        total = self.serial
+        tail = self.tail = [0] * total
         start = 0
         for batch in self.all:
-            n = len(batch.objs)
-            deque(map(list.__setitem__, batch.refs, repeat(0), range(start, start + n)), 0)
-            start += n
+            for run in batch.serials:
+                n = len(run)
+                tail[total - run.stop + 1:total - run.start + 1] = range(
+                    start + n - 1, start - 1, -1)
+                start += n
         for cell in self.stale:
-            cell[0] = cell[0][0]
+            cell[0] = tail[cell[0][0]]
         return start
+
+    def index(self, value):
+        """The index of what a cell holds once the walk is numbered: a record's index
+        as it is, a batch object's serial (-serial) mapped."""
+        return self.tail[value] if value < 0 else value
 
     def written(self):
         """The batches as the body holds them: [t, n, column...], once indices are known."""
@@ -346,10 +356,14 @@ class Batches:
             out.append([batch.t, len(batch.objs), *columns])
         return out
 
-    @staticmethod
-    def differences(cells):
+    def differences(self, cells):
         """The index differences that refer to the objects of these cells, in order."""
-        index = list(map(_first, cells))
+        index = list(map(_first, cells))          # -serial, or a record's index
+        if index and min(index) < 0:
+            if max(index) < 0:
+                index = list(map(self.tail.__getitem__, index))
+            else:
+                index = list(map(self.index, index))
         return list(map(sub, index, chain((0,), index)))
 
     def mixed(self, segments):

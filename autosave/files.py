@@ -11,7 +11,6 @@ from typing import IO, Any, Protocol, TypeVar
 
 import xxhash
 
-from .columns import Ref
 from .saver import Saver
 from .errors import SaveError
 from .format import decode, encode
@@ -313,8 +312,8 @@ def copy(root: _T) -> _T:
         walker = _walker()
         types, records, root_value, batches = walker.run(root)
         # The records go to the loader as decode() would give them, without the bytes
-        # in between: cycle marks moved out of the type indices, batch objects'
-        # references plain arrays, unset slots counted. Everything else (every check
+        # in between: cycle marks moved out of the type indices, unset slots
+        # counted. Everything else (every check
         # of the load) is the same as for a file's.
         unset = walker.unset
         closes_cycle = bytearray(len(records))
@@ -322,8 +321,6 @@ def copy(root: _T) -> _T:
             if rec[0] < 0:
                 rec[0] = ~rec[0]
                 closes_cycle[i] = 1
-            if Ref in map(type, rec):
-                rec[:] = [[v[0]] if v.__class__ is Ref else v for v in rec]
         return load_records(types, records, root_value, unset, closes_cycle, batches)
 
 

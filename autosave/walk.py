@@ -25,7 +25,7 @@ from .adapters.containers import flat_items
 from .adapters.exceptions import EXCEPTION
 from .adapters.weak import WeakAdapter
 from .errors import SaveError
-from .columns import Batches, Ref, batchable
+from .columns import Batches, batchable
 from .format import ABSENT, INLINE_TYPES, STATE_FIELDS, emitter, marked, reference
 from .order import SetOrder
 from .paths import reduce_value, find_path, labelled_children, placed, placed_cause
@@ -144,6 +144,10 @@ class Walker:
         self.first_record = first = batches.number()
         deque(map(list.__setitem__, self.cells, repeat(0),
                   range(first, first + len(self.cells))), 0)
+        tail = batches.tail
+        for rec in self.records:             # references to batch objects: indices
+            if tuple in map(type, rec):
+                rec[:] = [[tail[v[0]]] if v.__class__ is tuple else v for v in rec]
         self.write_weak_entries()
         self.check_walk()
         # Nothing looks an object up any more: the memo (a cell and an id per object)
@@ -159,11 +163,8 @@ class Walker:
         looked up (``Saver`` checks here that the records would load)."""
 
     def root_reference(self, root_value):
-        if root_value.__class__ is list:     # the root's cell: a record's or a Ref
-            index = root_value[0]
-            if index.__class__ is Ref:
-                index = index[0]
-            return reference(index, self.first_record + len(self.records))
+        if root_value.__class__ is list:     # the root's cell: its index by now
+            return reference(root_value[0], self.first_record + len(self.records))
         return root_value
 
     def drain(self):
@@ -424,13 +425,13 @@ class Walker:
         return [self.index_of(adapter)]
 
     def write_weak(self, holder, adapter, entries):
-        memo = self.memo
-        here = memo[id(holder)][0]          # an index: the walk has numbered everything
+        memo, index = self.memo, self.batches.index
+        here = memo[id(holder)][0]          # a record's index: the walk has numbered it
 
         def ref(there):
-            return reference(there, here)
+            return reference(index(there), here)
 
-        saved = [(memo[id(target)][0], strong) for strong, target in entries
+        saved = [(index(memo[id(target)][0]), strong) for strong, target in entries
                  if id(target) in memo]
         if adapter.ordered_by_target:
             saved.sort(key=lambda entry: entry[0])
