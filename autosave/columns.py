@@ -65,6 +65,10 @@ class Batches:
         self.all = []
         self.serial = 0                # batch objects met so far
         self.tail = None               # serial -> index, as tail[-serial] (number())
+        # An index maps to itself, a serial through tail: place[v] for a column that
+        # holds both (indices first, then tail, which -serial reads from the end).
+        self.place = None
+        self.records = 0               # how many records the walk wrote (number())
         self.stale = []                # cells of batch objects met as records would be
         # Classes whose every instance is a batch object; a tuple of them and of
         # inline values can be built before any record, so it goes in a batch too.
@@ -315,9 +319,11 @@ class Batches:
 
     # -- the end of the walk -------------------------------------------------------------
 
-    def number(self):
+    def number(self, records):
         """Give every batch object its index, batches first, in order: ``tail``, where
-        tail[-serial] is the index (one slice assignment per run of serials)."""
+        tail[-serial] is the index (one slice assignment per run of serials); the
+        ``records`` come after them."""
+        self.records = records
         total = self.serial
         tail = self.tail = [0] * total
         start = 0
@@ -358,12 +364,14 @@ class Batches:
 
     def differences(self, cells):
         """The index differences that refer to the objects of these cells, in order."""
-        index = list(map(_first, cells))          # -serial, or a record's index
+        index = list(map(_first, cells))          # -serial, or an index
         if index and min(index) < 0:
             if max(index) < 0:
                 index = list(map(self.tail.__getitem__, index))
-            else:
-                index = list(map(self.index, index))
+            else:                                 # both: one map through ``place``
+                if self.place is None:
+                    self.place = [*range(self.serial + self.records), *self.tail]
+                index = list(map(self.place.__getitem__, index))
         return list(map(sub, index, chain((0,), index)))
 
     def mixed(self, segments):

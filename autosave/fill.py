@@ -132,8 +132,7 @@ class Filler:
             if not kinds <= _INLINE_VALUES:
                 raise FormatError("a column of inline values holds a reference")
             return values, None, _ABSENT in kinds
-        index = self.indices(column[-1])
-        refs = list(map(self.objs.__getitem__, index))
+        index, refs = self.indices(column[-1])
         if kind == COLUMN_REFS:
             return refs, index, False
         mask, inline = column[1], column[2]
@@ -146,12 +145,23 @@ class Filler:
         return values, index, _ABSENT in kinds
 
     def indices(self, differences):
-        if differences and set(map(type, differences)) != {int}:
-            raise FormatError("a column's references are not ints")
-        index = list(accumulate(differences))
-        if index and (min(index) < 0 or max(index) >= len(self.objs)):
-            raise FormatError(f"a column refers past the {len(self.objs)} objects of the save")
-        return index
+        """(indices, objects) of a column's references. One pass looks the objects up:
+        an index past the end is an IndexError, one that is not an int a TypeError
+        (what ``accumulate`` makes of anything but numbers; msgpack's true and false
+        count as 1 and 0, as in Python); a negative one, which Python would count
+        from the end, is checked apart."""
+        try:
+            index = list(accumulate(differences))
+            refs = list(map(self.objs.__getitem__, index))
+        except IndexError:
+            raise FormatError(f"a column refers past the {len(self.objs)} objects of "
+                              f"the save") from None
+        except TypeError:
+            raise FormatError("a column's references are not ints") from None
+        if index and min(index) < 0:
+            raise FormatError(f"a column refers past the {len(self.objs)} objects of "
+                              f"the save")
+        return index, refs
 
     def waiting(self, values, index, any_missing):
         """(position, record index) of the values not built yet."""

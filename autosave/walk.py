@@ -141,7 +141,7 @@ class Walker:
         batches = self.batches
         while batches.step():
             pass
-        self.first_record = first = batches.number()
+        self.first_record = first = batches.number(len(self.records))
         deque(map(list.__setitem__, self.cells, repeat(0),
                   range(first, first + len(self.cells))), 0)
         tail = batches.tail
