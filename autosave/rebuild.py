@@ -341,7 +341,9 @@ class Loader:
         waiting = set(deferred)
         ready = deque(deferred)
         gates = None
-        if self.first:            # records reach later ones through batch objects
+        # Records reach later ones through batch objects; one record alone has no
+        # other to wait for.
+        if self.first and len(deferred) > 1:
             records, first, edges = self.records, self.first, filler.edges()
             gates = Gates(deferred, lambda j: self.targets(records[j], ALL, j)
                           if j >= first else edges.get(j, ()),
