@@ -89,6 +89,8 @@ class Filler:
         self.patches = {}             # index of a record not built -> [(setter, args, k)]
         self.pending = {}             # batch object -> its values still to patch in
         self._edges = None            # see edges()
+        self.reading = {}             # batch object whose fill runs upgrade hooks -> the
+                                      # record it is filled from, as a record that reads
         self.restores = {}            # batch object shown without its missing values ->
                                       # what makes it whole (None: nothing to do)
 
@@ -105,23 +107,26 @@ class Filler:
                 start += n
                 continue
             entries = plan in ENTRIES          # lengths, then entries
+            reads = not entries and bool(plan.upgrades)
             try:
-                columns = [self.resolve(column, None if entries and i else n)
+                columns = [self.resolve(column, None if entries and i else n, reads)
                            for i, column in enumerate(islice(batch, 2, None))]
                 if plan is LIST_PLAN:
                     self.fill_lists(members, columns, any_missing, start)
                 elif plan is DICT_PLAN:
                     self.fill_dicts(members, columns, any_missing, start)
+                elif reads:
+                    self.read_later(batch[0], n, columns, start)
                 else:
                     self.fill_instances(plan, members, columns, any_missing, start)
             except FormatError as e:
                 raise FormatError(f"batch {b}: {e}") from None
             start += n
 
-    def resolve(self, column, n):
+    def resolve(self, column, n, aligned=False):
         """(values, index, unset): the column's values resolved; when some may not be
-        built yet, the index each value refers to (None for inline values); whether
-        it holds unset-slot markers."""
+        built yet (or ``aligned``), the index each value refers to (None for inline
+        values); whether it holds unset-slot markers."""
         kind = column[0]
         size = len(column[1])
         if n is not None and size != n:
@@ -140,7 +145,7 @@ class Filler:
         if not kinds <= _INLINE_VALUES:
             raise FormatError("a mixed column's inline values hold a reference")
         values = merge_mixed(mask, inline, refs)
-        if self.any_missing:
+        if self.any_missing or aligned:
             index = list(map(next, map((repeat(None), iter(index)).__getitem__, mask)))
         return values, index, _ABSENT in kinds
 
@@ -215,6 +220,17 @@ class Filler:
             while starts[owner + 1] <= pos:
                 owner += 1
             yield owner, pos - starts[owner], j
+
+    def read_later(self, t, n, columns, start):
+        """Objects whose class has upgrade hooks: the hooks may read what the fields
+        refer to, which post-order had finished before them and batches do not, so
+        each is filled as a record that reads is, once what it reaches is complete
+        (``readers``): from the record it would have been, references as indices."""
+        parts = [values if index is None else
+                 [v if j is None else [j] for v, j in zip(values, index)]
+                 for values, index, _ in columns]
+        rows = map(list, zip(repeat(t), *parts)) if parts else ([t] for _ in range(n))
+        self.reading.update(zip(range(start, start + n), rows))
 
     def fill_instances(self, plan, objs, columns, any_missing, start):
         values = [v for v, _, _ in columns]

@@ -179,6 +179,10 @@ class Loader:
             filler.fill(has_missing or self.forwarded_missing)
             self.unfilled = 0
             unfinished.update(filler.pending)     # they wait for records still to build
+            for k, rec in filler.reading.items():  # filled as records that read are
+                self.records[k] = rec
+                deferred.append(k)
+                unfinished.add(k)
             # Code that runs on load never sees the loader's placeholder: an object
             # waiting for a value shows without it, as pickle shows one on a cycle.
             filler.hide_missing()
