@@ -8,6 +8,7 @@ Anything else (upgrade hooks, defaults, dropped fields, unset slots) goes throug
 class plan's own fill, object by object, with the same checks as a record's.
 """
 
+from bisect import bisect_right
 from collections import deque
 from functools import partial
 from itertools import accumulate, chain, compress, islice, repeat
@@ -88,7 +89,8 @@ class Filler:
         self.missing = missing        # the loader's marker of a record not built yet
         self.patches = {}             # index of a record not built -> [(setter, args, k)]
         self.pending = {}             # batch object -> its values still to patch in
-        self._edges = None            # see edges()
+        self._edges = None            # batch -> {object: indices}: see refers_to()
+        self._starts = None           # each batch's first index: see refers_to()
         self.reading = {}             # batch object whose fill runs upgrade hooks -> the
                                       # record it is filled from, as a record that reads
         self.restores = {}            # batch object shown without its missing values ->
@@ -314,26 +316,31 @@ class Filler:
                     setter.__self__.__delete__(args[0])
                 self.restores[k] = None
 
-    def edges(self):
-        """{batch object: the indices it refers to}, made once, when needed."""
+    def refers_to(self, k):
+        """The indices batch object k refers to. Each batch's are found the first time
+        one of its objects is asked about, so a load pays only for the batches that
+        the records it orders reach."""
         if self._edges is None:
-            self._edges = edges = {}
-            start = 0
-            for batch in self.batches:
-                n = batch[1]
-                entries = self.plans[batch[0]] in ENTRIES
-                lengths = batch[2][1] if entries else None
-                for column in islice(batch, 3 if entries else 2, None):
-                    if column[0] == COLUMN_INLINE:
-                        continue
-                    index = list(accumulate(column[-1]))
-                    if column[0] != COLUMN_REFS:       # mixed: only where the mask says
-                        index = list(map(next, map((repeat(None), iter(index)).__getitem__,
-                                                   column[1])))
-                    owners = (chain.from_iterable(map(repeat, range(start, start + n), lengths))
-                              if entries else range(start, start + n))
-                    for owner, j in zip(owners, index):
-                        if j is not None:
-                            edges.setdefault(owner, []).append(j)
-                start += n
-        return self._edges
+            self._edges = {}
+            self._starts = list(accumulate((batch[1] for batch in self.batches), initial=0))
+        b = bisect_right(self._starts, k) - 1
+        edges = self._edges.get(b)
+        if edges is None:
+            edges = self._edges[b] = {}
+            batch, start = self.batches[b], self._starts[b]
+            n = batch[1]
+            entries = self.plans[batch[0]] in ENTRIES
+            lengths = batch[2][1] if entries else None
+            for column in islice(batch, 3 if entries else 2, None):
+                if column[0] == COLUMN_INLINE:
+                    continue
+                index = list(accumulate(column[-1]))
+                if column[0] != COLUMN_REFS:       # mixed: only where the mask says
+                    index = list(map(next, map((repeat(None), iter(index)).__getitem__,
+                                               column[1])))
+                owners = (chain.from_iterable(map(repeat, range(start, start + n), lengths))
+                          if entries else range(start, start + n))
+                for owner, j in zip(owners, index):
+                    if j is not None:
+                        edges.setdefault(owner, []).append(j)
+        return edges.get(k, ())

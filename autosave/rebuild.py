@@ -348,9 +348,9 @@ class Loader:
         # Records reach later ones through batch objects; one record alone has no
         # other to wait for.
         if self.first and len(deferred) > 1:
-            records, first, edges = self.records, self.first, filler.edges()
+            records, first, refers_to = self.records, self.first, filler.refers_to
             gates = Gates(deferred, lambda j: self.targets(records[j], ALL, j)
-                          if j >= first else edges.get(j, ()),
+                          if j >= first else refers_to(j),
                           lambda i: self.plans[self.records[i][0]].reads_parts,
                           len(records))
             ready = deque(i for i in deferred if not gates.hold(i))
