@@ -13,7 +13,7 @@
 """
 
 from collections import deque
-from itertools import islice
+from itertools import islice, repeat
 from operator import is_
 
 from .errors import FormatError, LoadError
@@ -35,7 +35,7 @@ MISSING = _Missing()
 
 
 def _has_missing(vals):
-    return any(map(is_, vals, [MISSING] * len(vals)))
+    return any(map(is_, vals, repeat(MISSING)))
 
 
 # -- records -> objects ------------------------------------------------------------------
