@@ -10,6 +10,7 @@ attacked here, on graphs generated with readers anywhere in them:
   however the objects it reaches are batched and whatever other readers they hold: as
   pickle shows it. (On a cycle, a reader is built before something it reaches is whole,
   there as in pickle: only the first promise holds.)
+* ``__autosave_loaded__`` hooks run once each, after everything, and see it whole.
 * The loaded graph is the saved one; a graph whose only cycles would need an object to
   exist before its own constructor ran is refused when saved, and only such a graph.
 
@@ -76,6 +77,16 @@ class Restored:
         LOG.append((self.label, digest((self.a, self.b), self)))
 
 
+class Hooked:
+    """Plain and slotted, so in a batch; its ``__autosave_loaded__`` runs once the
+    whole graph is loaded, and reads what it holds."""
+    __slots__ = ("label", "a", "b")
+
+    def __autosave_loaded__(self):
+        HOOKS.append((self.label, digest((self.a, self.b), self)))
+
+
+HOOKS = []               # (label, digest) of every load hook run, in order
 UNSET = object()
 
 
@@ -110,7 +121,7 @@ def digest(root, me=None):
             return "D(" + ",".join(f"{k}={d(v)}" for k, v in list(vars(o).items())) + ")"
         if t is Key:
             return f"K({d(getattr(o, 'x', UNSET))},{d(getattr(o, 'y', UNSET))})"
-        if t in (Made, Restored):
+        if t in (Made, Restored, Hooked):
             return (t.__name__[0] + "(" + ",".join(d(getattr(o, n, UNSET))
                                                    for n in ("label", "a", "b")) + ")")
         return "!" + t.__qualname__
@@ -120,10 +131,10 @@ def digest(root, me=None):
 
 # A frozen key is allocated, then given its fields, like the mutable kinds (by pickle
 # too); only its hash waits for them.
-MUTABLE = ("slot", "sparse", "dictnode", "list", "dict", "restored", "key")
+MUTABLE = ("slot", "sparse", "dictnode", "list", "dict", "restored", "key", "hooked")
 BUILT = ("tuple", "made")               # exist only once their parts do
 READERS = ("made", "restored")
-IDENTITY = ("slot", "sparse", "dictnode", "made", "restored")     # usable in keys as they are
+IDENTITY = ("slot", "sparse", "dictnode", "made", "restored", "hooked")     # usable in keys as they are
 atoms = st.one_of(st.none(), st.integers(-3, 300), st.sampled_from(["x", "y", ""]))
 
 
@@ -163,7 +174,7 @@ def specs(draw, max_nodes=12):
             edges.append([edge(i, True), edge(i, True)])
         elif k in ("tuple", "list"):
             edges.append([edge(i) for _ in range(draw(st.integers(0, 3)))])
-        else:                              # slot: a, b, c; sparse, readers: a, b
+        else:                              # slot: a, b, c; the others: a, b
             edges.append([edge(i) for _ in range(3 if k == "slot" else 2)])
     return kinds, edges
 
@@ -172,7 +183,8 @@ def build(spec):
     kinds, edges = spec
     objs = [None] * len(kinds)
     new = {"slot": SlotNode, "sparse": lambda: Sparse(), "dictnode": DictNode, "list": list, "dict": dict,
-           "restored": lambda: Restored.__new__(Restored), "key": lambda: Key.__new__(Key)}
+           "restored": lambda: Restored.__new__(Restored), "key": lambda: Key.__new__(Key),
+           "hooked": Hooked}
     for i, k in enumerate(kinds):
         if k in new:
             objs[i] = new[k]()
@@ -204,7 +216,7 @@ def build(spec):
         elif k == "dict":
             for ke, ve in edges[i]:
                 obj[val(ke)] = val(ve)
-        elif k == "restored":
+        elif k in ("restored", "hooked"):
             obj.label, obj.a, obj.b = i, *map(val, edges[i])
     return objs
 
@@ -262,8 +274,13 @@ def test_code_run_on_load_sees_the_graph_it_was_saved_with(spec):
     data = autosave.dumps(objs)
     expected = {i: digest((objs[i].a, objs[i].b), objs[i])
                 for i, k in enumerate(kinds) if k in READERS}
+    hooked = {i: digest((objs[i].a, objs[i].b), objs[i])
+              for i, k in enumerate(kinds) if k == "hooked"}
     LOG.clear()
+    HOOKS.clear()
     back = autosave.loads(data)
+    # load hooks run last, once each, and see everything whole, cycles or not
+    assert sorted(HOOKS) == sorted(hooked.items())
     ran = dict(LOG)
     assert sorted(label for label, _ in LOG) == sorted(expected), "each reader runs once"
     for label, seen in LOG:
