@@ -18,6 +18,7 @@ size is known, ``Batches.number`` maps serials to indices (``tail[-serial]``), a
 references held by columns and records are written as indices.
 """
 
+from bisect import bisect_right
 from collections import deque
 from itertools import chain, compress, repeat
 from operator import attrgetter, is_, itemgetter, not_, sub
@@ -173,9 +174,10 @@ class Batches:
         n, serial = len(objs), self.serial
         refs = list(zip(range(-serial - 1, -serial - n - 1, -1)))
         self.serial += n
-        self.memo.update(zip(map(id, objs), refs))
         if objs and objs[0].__class__ in self.keyed:     # one class: see meet_class
-            self.by_object.update(zip(objs, refs))
+            self.by_object.update(zip(objs, refs))       # and only there: cell_of
+        else:
+            self.memo.update(zip(map(id, objs), refs))
         batch.objs += objs
         batch.serials.append(range(serial + 1, serial + n + 1))
 
@@ -299,11 +301,25 @@ class Batches:
         memo = self.memo
         cells = list(map(memo.get, ids))
         if None in cells:
-            new = list(map(is_, cells, repeat(None)))
-            self.meet(list(dict(zip(compress(ids, new), compress(objs, new))).values()))
-            cells = list(map(memo.__getitem__, ids))
+            keyed = not kinds.isdisjoint(self.keyed)
+            if keyed:                     # some may be in by_object only
+                self.remember(objs)
+                cells = list(map(memo.get, ids))
+            if None in cells:
+                new = list(map(is_, cells, repeat(None)))
+                self.meet(list(dict(zip(compress(ids, new), compress(objs, new))).values()))
+                if keyed:
+                    self.remember(objs)
+                cells = list(map(memo.__getitem__, ids))
         # met before but only mentioned ([None]): the walk visits them
         return cells
+
+    def remember(self, objs):
+        """Give the memo the references of the objects of keyed classes among objs
+        that the walk has met (in by_object only, until a lookup by id needs them)."""
+        mine = list(compress(objs, map(self.keyed.__contains__, map(type, objs))))
+        refs = list(map(self.by_object.get, mine))
+        self.memo.update(compress(zip(map(id, mine), refs), refs))
 
     def decide_all(self, objs, kinds):
         """Decide the batched classes among kinds not met in a column before, in the
@@ -320,30 +336,46 @@ class Batches:
     # -- the end of the walk -------------------------------------------------------------
 
     def number(self, records):
-        """Give every batch object its index, batches first, in order: ``tail``, where
-        tail[-serial] is the index (one slice assignment per run of serials); the
-        ``records`` come after them."""
+        """Give every batch object its index, batches first, in order, as runs of
+        serials (one per filing in bulk): ``index`` maps one; the ``records`` come
+        after them. Returns how many batch objects there are."""
         self.records = records
-        total = self.serial
-        tail = self.tail = [0] * total
-        start = 0
+        runs, start = [], 0
         for batch in self.all:
             for run in batch.serials:
-                n = len(run)
-                tail[total - run.stop + 1:total - run.start + 1] = range(
-                    start + n - 1, start - 1, -1)
-                start += n
+                if run:                     # an empty filing has no serials
+                    runs.append((run.start, start))
+                    start += len(run)
+        runs.sort()
+        self.run_serials = [serial for serial, _ in runs]
+        self.run_indices = [index for _, index in runs]
         for cell in self.stale:
-            cell[0] = tail[cell[0][0]]
+            cell[0] = self.index(cell[0][0])
         return start
 
     def index(self, value):
         """The index of what a cell holds once the walk is numbered: a record's index
         as it is, a batch object's serial (-serial) mapped."""
-        return self.tail[value] if value < 0 else value
+        if value >= 0:
+            return value
+        r = bisect_right(self.run_serials, -value) - 1
+        return self.run_indices[r] - value - self.run_serials[r]
+
+    def make_tail(self):
+        """``tail``, where tail[-serial] is the index: one slice assignment per run,
+        made once nothing else of the walk's is held (its ints are many)."""
+        total = self.serial
+        tail = self.tail = [0] * total
+        for batch in self.all:
+            for run in batch.serials:
+                n = len(run)
+                start = self.index(-run.start)
+                tail[total - run.stop + 1:total - run.start + 1] = range(
+                    start + n - 1, start - 1, -1)
 
     def written(self):
         """The batches as the body holds them: [t, n, column...], once indices are known."""
+        self.make_tail()
         out = []
         for batch in self.all:
             if not batch.objs:             # every dict or tuple met was a record

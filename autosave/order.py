@@ -75,10 +75,11 @@ def sort_inline(members):
 
 
 class SetOrder:
-    """Orders set members for one walk. ``memo`` is the walker's (id -> cell)."""
+    """Orders set members for one walk. ``cell_of(obj)``: the walk's cell of obj, or
+    None (``Walker.cell_of``)."""
 
-    def __init__(self, memo, structural_index, root):
-        self.memo = memo
+    def __init__(self, cell_of, structural_index, root):
+        self.cell_of = cell_of
         self.structural_index = structural_index
         self.root = root             # () -> the walk's root
         self.referrers = None        # id -> ["type key@position", ...], see referred_as
@@ -91,13 +92,13 @@ class SetOrder:
         plain = sort_inline(members)
         if plain is not None:
             return plain
-        memo_get = self.memo.get
+        cell_of = self.cell_of
         written, inline, objects = [], [], []
         for m in members:
             if m.__class__ in INLINE:
                 inline.append((inline_token(m), m))
                 continue
-            cell = memo_get(id(m))
+            cell = cell_of(m)
             if cell is not None and cell[0].__class__ is int:
                 written.append((cell[0], m))
             else:
@@ -129,7 +130,7 @@ class SetOrder:
         is entered. A member in progress is a node of its own (it is being ordered),
         and in progress (its type) to everything referring to it.
         """
-        memo_get, stable, keep = self.memo.get, self.stable, self.keep
+        cell_of, stable, keep = self.cell_of, self.stable, self.keep
         index, nodes, keys, edges = {}, [], [], []
         # edges[i]: [(token or None, child node or -1)], unordered members from u[i]
         unordered = []
@@ -148,7 +149,7 @@ class SetOrder:
         while i < len(nodes):
             obj = nodes[i]
             key, children, unordered_from = parts_of(obj, keep)
-            cell = memo_get(id(obj))
+            cell = cell_of(obj)
             depends = cell is not None and cell[0] is False      # a member in progress
             out = []
             for v in children:
@@ -163,7 +164,7 @@ class SetOrder:
                 if known is not None:
                     out.append((known, -1))
                     continue
-                cell = memo_get(vid)
+                cell = cell_of(v)
                 if cell is not None and cell[0] is not None:
                     out.append((f"w{cell[0]}" if cell[0] is not False
                                 else "p" + type_name(v.__class__), -1))

@@ -65,12 +65,22 @@ class Walker:
         self.cells = []          # the cells of the records, in record order
         self.emit_record = emitter(self.records, self.cells)
         self.batches = Batches(self)
-        self.order = SetOrder(self.memo, self.structural_index, lambda: self.root)
+        self.order = SetOrder(self.cell_of, self.structural_index, lambda: self.root)
         self.mention, self.refs = self._make_mention()
+
+    def cell_of(self, obj):
+        """obj's cell (a batch object's: its reference), or None if the walk has not
+        met it. Batch objects of classes hashed and compared by identity that a column
+        met first are in the batches' own table only (``Batches.by_object``)."""
+        cell = self.memo.get(id(obj))
+        if cell is None and obj.__class__ in self.batches.keyed:
+            cell = self.batches.by_object.get(obj)
+        return cell
 
     def _make_mention(self):
         memo, push, prims = self.memo, self.stack.append, self.prims
         memo_get = memo.get
+        keyed, by_object = self.batches.keyed, self.batches.by_object
 
         def mention(obj):
             """What a record holds for ``obj``: the inline value, or its cell (scheduling
@@ -82,6 +92,11 @@ class Walker:
                 return cell
             if obj.__class__ is int or obj is ABSENT:
                 return obj
+            if obj.__class__ in keyed:       # a batch object a column met first?
+                ref = by_object.get(obj)
+                if ref is not None:
+                    memo[id(obj)] = ref
+                    return ref
             cell = memo[id(obj)] = [None]
             push(obj)
             return cell
@@ -144,10 +159,10 @@ class Walker:
         self.first_record = first = batches.number(len(self.records))
         deque(map(list.__setitem__, self.cells, repeat(0),
                   range(first, first + len(self.cells))), 0)
-        tail = batches.tail
+        index = batches.index
         for rec in self.records:             # references to batch objects: indices
             if tuple in map(type, rec):
-                rec[:] = [[tail[v[0]]] if v.__class__ is tuple else v for v in rec]
+                rec[:] = [[index(v[0])] if v.__class__ is tuple else v for v in rec]
         self.write_weak_entries()
         self.check_walk()
         # Nothing looks an object up any more: the memo (a cell and an id per object)
@@ -431,14 +446,15 @@ class Walker:
         def ref(there):
             return reference(index(there), here)
 
-        saved = [(index(memo[id(target)][0]), strong) for strong, target in entries
-                 if id(target) in memo]
+        cell_of = self.cell_of
+        saved = [(index(cell[0]), strong) for strong, target in entries
+                 if (cell := cell_of(target)) is not None]
         if adapter.ordered_by_target:
             saved.sort(key=lambda entry: entry[0])
         payload = []
         prims = self.prims
         for there, strong in saved:
-            strong = [v if v.__class__ in prims else ref(memo[id(v)][0]) for v in strong]
+            strong = [v if v.__class__ in prims else ref(cell_of(v)[0]) for v in strong]
             payload.extend(adapter.payload(strong, ref(there)))
         if adapter.keeps_dead and not saved:
             payload.append(None)
