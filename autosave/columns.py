@@ -179,7 +179,8 @@ class Batches:
         else:
             self.memo.update(zip(map(id, objs), refs))
         batch.objs += objs
-        batch.serials.append(range(serial + 1, serial + n + 1))
+        if n:                          # a run of serials: see number()
+            batch.serials.append(range(serial + 1, serial + n + 1))
 
     def meet(self, objs):
         """Objects a column refers to that the walk has not met, distinct, in order:
@@ -343,9 +344,8 @@ class Batches:
         runs, start = [], 0
         for batch in self.all:
             for run in batch.serials:
-                if run:                     # an empty filing has no serials
-                    runs.append((run.start, start))
-                    start += len(run)
+                runs.append((run.start, start))
+                start += len(run)
         runs.sort()
         self.run_serials = [serial for serial, _ in runs]
         self.run_indices = [index for _, index in runs]
