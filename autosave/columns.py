@@ -190,12 +190,10 @@ class Batches:
         if len(kinds) == 1:
             self.meet_class(classes[0], objs)
             return
-        # Classes filed in batches: each in bulk, in the order met; the rest are
-        # walked in order (their handlers, and type entries, made as they come).
+        # Classes filed in batches (decided already: ``decide_all``): each in bulk,
+        # in the order met; the rest are walked in order (their handlers, and type
+        # entries, made as they come).
         by_class = self.by_class
-        for cls in kinds:
-            if cls not in by_class and self.batched(cls):
-                self.decide(cls, objs[classes.index(cls)])
         rest = [cls for cls in kinds if cls not in by_class]
         for cls in kinds:
             if cls in by_class:
@@ -362,16 +360,15 @@ class Batches:
         return self.run_indices[r] - value - self.run_serials[r]
 
     def make_tail(self):
-        """``tail``, where tail[-serial] is the index: one slice assignment per run,
-        made once nothing else of the walk's is held (its ints are many)."""
+        """``tail``, where tail[-serial] is the index: one slice assignment per run
+        (the runs, in serial order, cover serials 1..total), made once nothing else
+        of the walk's is held (its ints are many)."""
         total = self.serial
         tail = self.tail = [0] * total
-        for batch in self.all:
-            for run in batch.serials:
-                n = len(run)
-                start = self.index(-run.start)
-                tail[total - run.stop + 1:total - run.start + 1] = range(
-                    start + n - 1, start - 1, -1)
+        bounds = [*self.run_serials, total + 1]
+        for first, stop, start in zip(bounds, bounds[1:], self.run_indices):
+            tail[total - stop + 1:total - first + 1] = range(
+                start + stop - first - 1, start - 1, -1)
 
     def written(self):
         """The batches as the body holds them: [t, n, column...], once indices are known."""

@@ -28,6 +28,12 @@ _ABSENT = type(ABSENT)
 _INLINE_VALUES = INLINE_TYPES | {_ABSENT}
 
 
+def _aligned(mask, index):
+    """A mixed column's reference indices placed at their values' positions, None at
+    the inline values' (the mask's 0s)."""
+    return list(map(next, map((repeat(None), iter(index)).__getitem__, mask)))
+
+
 def allocate(plans, batches, instance_plan):
     """The batch objects in index order: empty, and the tuples built (from inline
     values and the other batch objects); checks each batch's type and columns."""
@@ -148,7 +154,7 @@ class Filler:
             raise FormatError("a mixed column's inline values hold a reference")
         values = merge_mixed(mask, inline, refs)
         if self.any_missing or aligned:
-            index = list(map(next, map((repeat(None), iter(index)).__getitem__, mask)))
+            index = _aligned(mask, index)
         return values, index, _ABSENT in kinds
 
     def indices(self, differences):
@@ -336,8 +342,7 @@ class Filler:
                     continue
                 index = list(accumulate(column[-1]))
                 if column[0] != COLUMN_REFS:       # mixed: only where the mask says
-                    index = list(map(next, map((repeat(None), iter(index)).__getitem__,
-                                               column[1])))
+                    index = _aligned(column[1], index)
                 owners = (chain.from_iterable(map(repeat, range(start, start + n), lengths))
                           if entries else range(start, start + n))
                 for owner, j in zip(owners, index):

@@ -25,21 +25,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import autosave
+from test_graph_properties import DictNode, SlotNode   # plain nodes, batched
 
 autosave.allow(__name__)
 
 LOG = []                 # (label, digest) of every reader run on load, in order
-
-
-@attrs.define(eq=False)
-class SlotNode:
-    a: object = None
-    b: object = None
-    c: object = None
-
-
-class DictNode:
-    pass
 
 
 class Sparse:
