@@ -19,10 +19,10 @@ references held by columns and records are written as indices.
 """
 
 from bisect import bisect_right
-from collections import deque
 from itertools import chain, compress, repeat
-from operator import attrgetter, is_, itemgetter, not_, sub
+from operator import attrgetter, is_, not_
 
+from . import kernels
 from .format import ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES
 from . import dispatch
 from .adapters import ADAPTERS_BY_TYPE
@@ -31,7 +31,6 @@ from .registry import REGISTRY
 
 _ABSENT_TYPE = type(ABSENT)
 _INLINE_COLUMN = INLINE_TYPES | {_ABSENT_TYPE}
-_first = itemgetter(0)
 
 
 def batchable(cls, kind, detail):
@@ -66,10 +65,6 @@ class Batches:
         self.all = []
         self.serial = 0                # batch objects met so far
         self.tail = None               # serial -> index, as tail[-serial] (number())
-        # An index maps to itself, a serial through tail: place[v] for a column that
-        # holds both (indices first, then tail, which -serial reads from the end).
-        self.place = None
-        self.records = 0               # how many records the walk wrote (number())
         self.stale = []                # cells of batch objects met as records would be
         # Classes whose every instance is a batch object; a tuple of them and of
         # inline values can be built before any record, so it goes in a batch too.
@@ -185,11 +180,11 @@ class Batches:
     def meet(self, objs):
         """Objects a column refers to that the walk has not met, distinct, in order:
         filed in batches in bulk where they share a batched class, else mentioned."""
-        classes = list(map(type, objs))
-        kinds = dict.fromkeys(classes)
+        kinds = kernels.first_kinds(objs)
         if len(kinds) == 1:
-            self.meet_class(classes[0], objs)
+            self.meet_class(kinds[0], objs)
             return
+        classes = list(map(type, objs))
         # Classes filed in batches (decided already: ``decide_all``): each in bulk,
         # in the order met; the rest are walked in order (their handlers, and type
         # entries, made as they come).
@@ -272,16 +267,15 @@ class Batches:
     def classify(self, column):
         """(kind, values) of a stretch of a column, meeting what it refers to; a mixed
         stretch's values are (mask, inline values, objects referred to)."""
-        kinds = set(map(type, column))
+        kinds = kernels.kinds(column)
         if _ABSENT_TYPE in kinds:            # unset slots: a load checks their count
             self.unset += sum(map(is_, column, repeat(ABSENT)))
         if kinds <= _INLINE_COLUMN:
             return COLUMN_INLINE, column
         if kinds.isdisjoint(_INLINE_COLUMN):
             return COLUMN_REFS, self.refer(column, kinds)
-        inline = list(map(_INLINE_COLUMN.__contains__, map(type, column)))
-        refs = self.refer(list(compress(column, map(not_, inline))), kinds - _INLINE_COLUMN)
-        return COLUMN_MIXED, (bytes(map(not_, inline)), list(compress(column, inline)), refs)
+        mask, inline, refs = kernels.split(column, _INLINE_COLUMN)
+        return COLUMN_MIXED, (mask, inline, self.refer(refs, kinds - _INLINE_COLUMN))
 
     def refer(self, objs, kinds):
         """The cells of objs (each holds the object's index once the walk numbers
@@ -290,23 +284,20 @@ class Batches:
         if not kinds <= self.decided:
             self.decide_all(objs, kinds)
         if kinds <= self.keyed:
-            get = self.by_object.get
-            cells = list(map(get, objs))
-            if None not in cells:
+            cells, new = kernels.look_up(self.by_object, objs)
+            if not new:
                 return cells
-            self.meet(list(dict.fromkeys(compress(objs, map(is_, cells, repeat(None))))))
-            return list(map(get, objs))
-        ids = list(map(id, objs))
+            self.meet(new)
+            return list(map(self.by_object.get, objs))
         memo = self.memo
-        cells = list(map(memo.get, ids))
-        if None in cells:
+        ids, cells, new = kernels.look_up_ids(memo, objs)
+        if new:
             keyed = not kinds.isdisjoint(self.keyed)
             if keyed:                     # some may be in by_object only
                 self.remember(objs)
-                cells = list(map(memo.get, ids))
-            if None in cells:
-                new = list(map(is_, cells, repeat(None)))
-                self.meet(list(dict(zip(compress(ids, new), compress(objs, new))).values()))
+                ids, cells, new = kernels.look_up_ids(memo, objs)
+            if new:
+                self.meet(new)
                 if keyed:
                     self.remember(objs)
                 cells = list(map(memo.__getitem__, ids))
@@ -334,11 +325,10 @@ class Batches:
 
     # -- the end of the walk -------------------------------------------------------------
 
-    def number(self, records):
+    def number(self):
         """Give every batch object its index, batches first, in order, as runs of
-        serials (one per filing in bulk): ``index`` maps one; the ``records`` come
-        after them. Returns how many batch objects there are."""
-        self.records = records
+        serials (one per filing in bulk): ``index`` maps one; the records come after
+        them. Returns how many batch objects there are."""
         runs, start = [], 0
         for batch in self.all:
             for run in batch.serials:
@@ -393,15 +383,7 @@ class Batches:
 
     def differences(self, cells):
         """The index differences that refer to the objects of these cells, in order."""
-        index = list(map(_first, cells))          # -serial, or an index
-        if index and min(index) < 0:
-            if max(index) < 0:
-                index = list(map(self.tail.__getitem__, index))
-            else:                                 # both: one map through ``place``
-                if self.place is None:
-                    self.place = [*range(self.serial + self.records), *self.tail]
-                index = list(map(self.place.__getitem__, index))
-        return list(map(sub, index, chain((0,), index)))
+        return kernels.differences(cells, self.tail)
 
     def mixed(self, segments):
         masks, inline, refs = [], [], []

@@ -14,6 +14,7 @@ from functools import partial
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import is_
 
+from . import kernels
 from .adapters import ADAPTERS_BY_NAME
 from .errors import FormatError
 from .format import (ABSENT, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES, check_lengths,
@@ -158,23 +159,14 @@ class Filler:
         return values, index, _ABSENT in kinds
 
     def indices(self, differences):
-        """(indices, objects) of a column's references. One pass looks the objects up:
-        an index past the end is an IndexError, one that is not an int a TypeError
-        (what ``accumulate`` makes of anything but numbers; msgpack's true and false
-        count as 1 and 0, as in Python); a negative one, which Python would count
-        from the end, is checked apart."""
+        """(indices, objects) of a column's references, in one pass (``kernels``)."""
         try:
-            index = list(accumulate(differences))
-            refs = list(map(self.objs.__getitem__, index))
+            return kernels.resolve_refs(differences, self.objs)
         except IndexError:
             raise FormatError(f"a column refers past the {len(self.objs)} objects of "
                               f"the save") from None
         except TypeError:
             raise FormatError("a column's references are not ints") from None
-        if index and min(index) < 0:
-            raise FormatError(f"a column refers past the {len(self.objs)} objects of "
-                              f"the save")
-        return index, refs
 
     def waiting(self, values, index, any_missing):
         """(position, record index) of the values not built yet."""

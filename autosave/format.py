@@ -11,6 +11,7 @@ try:
 except ImportError:                # the fast extra is not installed
     msgspec = None
 
+from . import kernels
 from .errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
@@ -338,10 +339,10 @@ def _column_values(b, column):
 def merge_mixed(mask, inline, refs):
     """A mixed column's values in order: for each mask byte, the next inline value (0)
     or the next reference (1); a mask that does not match them is a FormatError."""
-    if mask.count(1) != len(refs) or mask.count(0) != len(inline) or \
-            len(mask) != len(refs) + len(inline):
-        raise FormatError("a mixed column's mask does not match its values")
-    return list(map(next, map((iter(inline), iter(refs)).__getitem__, mask)))
+    try:
+        return kernels.merge_mixed(mask, inline, refs)
+    except ValueError:
+        raise FormatError("a mixed column's mask does not match its values") from None
 
 
 def check_lengths(lengths, count, what):

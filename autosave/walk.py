@@ -156,7 +156,7 @@ class Walker:
         batches = self.batches
         while batches.step():
             pass
-        self.first_record = first = batches.number(len(self.records))
+        self.first_record = first = batches.number()
         deque(map(list.__setitem__, self.cells, repeat(0),
                   range(first, first + len(self.cells))), 0)
         index = batches.index

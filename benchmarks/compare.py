@@ -28,7 +28,10 @@ Under the tables: the time ``import autosave`` takes in a fresh interpreter, nex
 ``import pickle`` (best of 5, bytecode cached in a temporary PYTHONPYCACHEPREFIX).
 
 "reflective" is autosave with AUTOSAVE_CODEGEN=0; "generated" uses the code
-autosave-codegen wrote for examples/game and benchmarks/worldsim. With --compiled, the
+autosave-codegen wrote for examples/game and benchmarks/worldsim. Both run the engine's
+per-reference loops as installed: in C where autosave._speedups was built
+(docs/speedups.md). "pure Python" is "generated" with those loops in Python, as an
+install without a C compiler runs them (shown when the C ones are built). With --compiled, the
 generated module of each graph's package is also built with Cython (as
 ``autosave-codegen --compile`` does) into a temporary copy of the package, never into
 the checkout, and a subprocess with that copy first on sys.path measures "compiled"
@@ -54,7 +57,9 @@ import tracemalloc
 from pathlib import Path
 
 import autosave
+from autosave import kernels
 from autosave.generated import MODULE
+from autosave.kernels import python_loops
 from graphs import EXAMPLES, GRAPHS, allow_deep_recursion, count_objects, deep_call, same_graph
 
 BENCHMARKS = Path(__file__).resolve().parent
@@ -82,18 +87,31 @@ def sides(root, a_bytes, p_bytes, codegens):
 
 def checked_bytes(name, root):
     """(autosave bytes, pickle bytes) of ``root``, after checking that every path gives
-    back the same graph and that generated code writes what reflection writes."""
+    back the same graph and that generated code writes what reflection writes, with the
+    engine's loops in C and in Python alike."""
     with codegen_switch("0"):
         reflective_bytes = autosave.dumps(root)
     a_bytes = autosave.dumps(root)
     if a_bytes != reflective_bytes:
         raise AssertionError(f"{name}: generated and reflective saves differ")
+    if in_python_loops(autosave.dumps)(root) != a_bytes:
+        raise AssertionError(f"{name}: the C and the Python loops save different bytes")
+    same_graph(root, in_python_loops(autosave.loads)(a_bytes))
     p_bytes = pickle.dumps(root, protocol=5)
     same_graph(root, autosave.loads(a_bytes))
     with codegen_switch("0"):
         same_graph(root, autosave.loads(a_bytes))
     same_graph(root, pickle.loads(p_bytes))
     return a_bytes, p_bytes
+
+
+def in_python_loops(fn):
+    """fn, run with the engine's loops in Python (autosave.kernels) whichever the
+    install built."""
+    def call(arg):
+        with python_loops():
+            return fn(arg)
+    return call
 
 
 class codegen_switch:
@@ -242,8 +260,11 @@ def measure_sides(side_list, runs):
 def measure(name, runs):
     root = GRAPHS[name]()
     a_bytes, p_bytes = checked_bytes(name, root)
-    results = measure_sides(sides(root, a_bytes, p_bytes,
-                                  {"reflective": "0", "generated": "1"}), runs)
+    side_list = sides(root, a_bytes, p_bytes, {"reflective": "0", "generated": "1"})
+    if kernels.IMPLEMENTATION == "C":
+        side_list.append(Side("pure Python", (in_python_loops(autosave.dumps), root),
+                              (in_python_loops(autosave.loads), a_bytes), "1"))
+    results = measure_sides(side_list, runs)
     return {
         "graph": name, "objects": count_objects(root), "package": generated_package(root),
         "a_bytes": len(a_bytes), "p_bytes": len(p_bytes), "sides": results, "notes": [],
@@ -390,7 +411,7 @@ def import_ms(modules, tries=5):
 
 # -- tables -----------------------------------------------------------------------------------
 
-SIDES = ("reflective", "generated", "compiled")
+SIDES = ("reflective", "generated", "pure Python", "compiled")
 
 
 def side_columns(rows, metric, label, fmt):
@@ -473,7 +494,9 @@ def collected_table(rows):
 def report(rows, runs, imports):
     print(f"autosave {autosave.__version__}, Python {platform.python_version()}, "
           f"{platform.machine()} x{os.cpu_count()}, median of {runs} runs, gc off "
-          f"while timing; ratio = autosave / pickle protocol 5 measured alongside\n")
+          f"while timing; ratio = autosave / pickle protocol 5 measured alongside; the "
+          f"engine's loops in {kernels.IMPLEMENTATION} (\"pure Python\": generated code "
+          f"with the loops in Python, as where autosave._speedups was not built)\n")
     print(time_table(rows))
     print("\nPeak memory during one call, MB (tracemalloc; the result counts: a save's "
           "bytes, a load's graph):\n")

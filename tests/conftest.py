@@ -7,7 +7,9 @@ test is made a second time by reflection alone; both must give the same bytes, a
 path. Any difference fails the test that made the save. The first save's records are
 encoded as a save encodes them (by msgspec where it is installed), the second's by
 msgpack alone (format.msgpack_pack), so the two encoders are also compared on every
-save (tests/test_encoding.py has the adversarial cases).
+save (tests/test_encoding.py has the adversarial cases). The second save also runs the
+engine's loops in Python (``autosave.kernels``) where the first ran them in C, so every
+save compares the two implementations as well (tests/test_kernels.py).
 """
 
 import os
@@ -18,6 +20,7 @@ from hypothesis import settings
 import autosave.files
 from autosave.format import encode, frame, msgpack_pack
 from autosave.saver import Saver
+from autosave.kernels import python_loops
 
 MISMATCHES = []
 
@@ -30,8 +33,10 @@ settings.load_profile("fuzz" if os.environ.get("AUTOSAVE_FUZZ_EXAMPLES") else "s
 
 
 def reflective_bytes(root):
-    """The bytes of a save by reflection alone, encoded by msgpack alone."""
-    return frame(msgpack_pack(list(Saver(generated=False).run(root))))
+    """The bytes of a save by reflection alone, its loops in Python, encoded by msgpack
+    alone."""
+    with python_loops():
+        return frame(msgpack_pack(list(Saver(generated=False).run(root))))
 
 
 class CheckedSaver(Saver):

@@ -1,14 +1,18 @@
 """The wheel holds what an installed autosave needs: the autosave_codegen package (not
-a top-level ``codegen``), py.typed, and the docs the README and the docstrings cite.
+a top-level ``codegen``), py.typed, the engine's loops in C where a compiler is, and the
+docs the README and the docstrings cite.
 
 The fast test builds the wheel from this checkout with the installed setuptools; with
 AUTOSAVE_SLOW_TESTS=1 another builds it as pip does for users (isolated) and runs the
 installed commands from it."""
 
+import importlib.machinery
 import os
 import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -34,6 +38,9 @@ def check_contents(wheel):
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"autosave", "autosave_codegen"}, tops
     assert "autosave/py.typed" in names
+    if shutil.which(sysconfig.get_config_var("CC").split()[0] or "cc"):  # docs/speedups.md
+        assert any(n.startswith("autosave/_speedups.") and n.endswith(
+            tuple(importlib.machinery.EXTENSION_SUFFIXES)) for n in names), sorted(names)
     for module in ("__init__", "__main__", "cli", "collect", "emit", "manifest", "report"):
         assert f"autosave_codegen/{module}.py" in names
     shipped = {n[len("autosave/docs/"):-3] for n in names

@@ -1,0 +1,430 @@
+/* autosave._speedups: the engine's per-reference loops in C.
+ *
+ * Each function here does what its namesake in autosave/kernels.py does, to the same
+ * result and the same exception class (docs/speedups.md); kernels.py picks these once,
+ * at import, when the extension was built and AUTOSAVE_PUREPYTHON is not set.
+ * tests/test_kernels.py runs one suite against both.
+ *
+ * Why C: in Python each of these is several C-level passes (map, compress, a set or a
+ * dict), each allocating a list as long as the column; here one pass does it.
+ *
+ * Safety: every sequence argument is first copied to a tuple (a no-op for a tuple), so
+ * nothing a hash or comparison might run can resize what is being walked; borrowed
+ * references are taken before any call that could run Python code and are held only
+ * until the next such call. Indices read from a save are bounds-checked as Py_ssize_t
+ * before any item is read.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* A new tuple of seq's items (seq itself when it is a tuple). */
+static PyObject *
+as_tuple(PyObject *seq)
+{
+    if (PyTuple_CheckExact(seq)) {
+        Py_INCREF(seq);
+        return seq;
+    }
+    return PySequence_Tuple(seq);
+}
+
+/* kinds(column) -> the set of the types of column's items. */
+static PyObject *
+kinds(PyObject *module, PyObject *column)
+{
+    PyObject *items = as_tuple(column);
+    if (items == NULL)
+        return NULL;
+    PyObject *out = PySet_New(NULL);
+    if (out == NULL)
+        goto fail;
+    PyTypeObject *last = NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTypeObject *t = Py_TYPE(PyTuple_GET_ITEM(items, i));
+        if (t == last)                  /* runs of one type are the common case */
+            continue;
+        last = t;
+        if (PySet_Add(out, (PyObject *)t) < 0)
+            goto fail;
+    }
+    Py_DECREF(items);
+    return out;
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* first_kinds(objs) -> the distinct types of objs' items, in the order first met. */
+static PyObject *
+first_kinds(PyObject *module, PyObject *objs)
+{
+    PyObject *items = as_tuple(objs);
+    if (items == NULL)
+        return NULL;
+    PyObject *seen = PySet_New(NULL), *out = PyList_New(0);
+    if (seen == NULL || out == NULL)
+        goto fail;
+    PyTypeObject *last = NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTypeObject *t = Py_TYPE(PyTuple_GET_ITEM(items, i));
+        if (t == last)
+            continue;
+        last = t;
+        int found = PySet_Contains(seen, (PyObject *)t);
+        if (found < 0)
+            goto fail;
+        if (!found && (PySet_Add(seen, (PyObject *)t) < 0
+                       || PyList_Append(out, (PyObject *)t) < 0))
+            goto fail;
+    }
+    Py_DECREF(items);
+    Py_DECREF(seen);
+    return out;
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(seen);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* split(column, inline_types) -> (mask, inline, refs): mask byte 0 for an item whose
+ * type is in inline_types, 1 for any other; the items of each kind, in order. */
+static PyObject *
+split(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyAnySet_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "split(column, inline_types: set)");
+        return NULL;
+    }
+    PyObject *types = args[1], *mask = NULL, *inline_ = NULL, *refs = NULL;
+    PyObject *items = as_tuple(args[0]);
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    if ((mask = PyBytes_FromStringAndSize(NULL, n)) == NULL
+            || (inline_ = PyList_New(0)) == NULL || (refs = PyList_New(0)) == NULL)
+        goto fail;
+    char *bits = PyBytes_AS_STRING(mask);
+    PyTypeObject *last = NULL;
+    int last_inline = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(items, i);
+        if (Py_TYPE(item) != last) {
+            last = Py_TYPE(item);
+            if ((last_inline = PySet_Contains(types, (PyObject *)last)) < 0)
+                goto fail;
+        }
+        bits[i] = !last_inline;
+        if (PyList_Append(last_inline ? inline_ : refs, item) < 0)
+            goto fail;
+    }
+    Py_DECREF(items);
+    return Py_BuildValue("(NNN)", mask, inline_, refs);
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(mask);
+    Py_XDECREF(inline_);
+    Py_XDECREF(refs);
+    return NULL;
+}
+
+/* Append key's object to missing unless seen holds key already. */
+static int
+note_missing(PyObject *seen, PyObject *missing, PyObject *key, PyObject *obj)
+{
+    int found = PyDict_Contains(seen, key);
+    if (found != 0)
+        return found < 0 ? -1 : 0;
+    if (PyDict_SetItem(seen, key, Py_None) < 0)
+        return -1;
+    return PyList_Append(missing, obj);
+}
+
+/* look_up(table, objs) -> (cells, missing): table.get(obj) for each obj, and the
+ * distinct objs it does not hold, in the order first met. */
+static PyObject *
+look_up(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "look_up(table: dict, objs)");
+        return NULL;
+    }
+    PyObject *table = args[0], *cells = NULL, *missing = NULL, *seen = NULL;
+    PyObject *items = as_tuple(args[1]);
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    if ((cells = PyList_New(n)) == NULL || (missing = PyList_New(0)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *obj = PyTuple_GET_ITEM(items, i);
+        PyObject *cell = PyDict_GetItemWithError(table, obj);
+        if (cell == NULL) {
+            if (PyErr_Occurred())
+                goto fail;
+            cell = Py_None;
+            if (seen == NULL && (seen = PyDict_New()) == NULL)
+                goto fail;
+            Py_INCREF(cell);
+            PyList_SET_ITEM(cells, i, cell);
+            if (note_missing(seen, missing, obj, obj) < 0)
+                goto fail;
+            continue;
+        }
+        Py_INCREF(cell);
+        PyList_SET_ITEM(cells, i, cell);
+    }
+    Py_DECREF(items);
+    Py_XDECREF(seen);
+    return Py_BuildValue("(NN)", cells, missing);
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(cells);
+    Py_XDECREF(missing);
+    Py_XDECREF(seen);
+    return NULL;
+}
+
+/* look_up_ids(memo, objs) -> (ids, cells, missing): id(obj) for each obj,
+ * memo.get(id(obj)), and the distinct objs (by identity) memo does not hold, in order. */
+static PyObject *
+look_up_ids(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "look_up_ids(memo: dict, objs)");
+        return NULL;
+    }
+    PyObject *memo = args[0], *ids = NULL, *cells = NULL, *missing = NULL, *seen = NULL;
+    PyObject *items = as_tuple(args[1]);
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    if ((ids = PyList_New(n)) == NULL || (cells = PyList_New(n)) == NULL
+            || (missing = PyList_New(0)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *obj = PyTuple_GET_ITEM(items, i);
+        PyObject *key = PyLong_FromVoidPtr(obj);    /* what id() returns */
+        if (key == NULL)
+            goto fail;
+        PyList_SET_ITEM(ids, i, key);
+        PyObject *cell = PyDict_GetItemWithError(memo, key);   /* int keys: no Python runs */
+        if (cell == NULL) {
+            if (PyErr_Occurred())
+                goto fail;
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(cells, i, Py_None);
+            if (seen == NULL && (seen = PyDict_New()) == NULL)
+                goto fail;
+            if (note_missing(seen, missing, key, obj) < 0)
+                goto fail;
+            continue;
+        }
+        Py_INCREF(cell);
+        PyList_SET_ITEM(cells, i, cell);
+    }
+    Py_DECREF(items);
+    Py_XDECREF(seen);
+    return Py_BuildValue("(NNN)", ids, cells, missing);
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(ids);
+    Py_XDECREF(cells);
+    Py_XDECREF(missing);
+    Py_XDECREF(seen);
+    return NULL;
+}
+
+/* The int a cell holds: cell[0] of a tuple or list cell. */
+static int
+cell_value(PyObject *cell, Py_ssize_t *value)
+{
+    PyObject *v;
+    if (PyTuple_Check(cell) && PyTuple_GET_SIZE(cell) > 0)
+        v = PyTuple_GET_ITEM(cell, 0);
+    else if (PyList_Check(cell) && PyList_GET_SIZE(cell) > 0)
+        v = PyList_GET_ITEM(cell, 0);
+    else {
+        PyErr_Format(PyExc_TypeError, "a cell is a non-empty tuple or list, not %.100s",
+                     Py_TYPE(cell)->tp_name);
+        return -1;
+    }
+    if (!PyLong_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "a cell holds an int, not %.100s", Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    *value = PyLong_AsSsize_t(v);
+    return (*value == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* differences(cells, tail) -> the differences of the indices the cells name: a cell
+ * holding i >= 0 names index i; one holding -serial names tail[-serial]. */
+static PyObject *
+differences(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "differences(cells, tail: list)");
+        return NULL;
+    }
+    PyObject *tail = args[1], *out = NULL;
+    PyObject *items = as_tuple(args[0]);
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items), previous = 0;
+    if ((out = PyList_New(n)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t value, index;
+        if (cell_value(PyTuple_GET_ITEM(items, i), &value) < 0)
+            goto fail;
+        if (value >= 0)
+            index = value;
+        else {
+            Py_ssize_t size = PyList_GET_SIZE(tail);   /* tail is ours: never resized */
+            if (value < -size) {
+                PyErr_SetString(PyExc_IndexError, "a serial past the tail");
+                goto fail;
+            }
+            PyObject *mapped = PyList_GET_ITEM(tail, size + value);
+            if (!PyLong_Check(mapped)) {
+                PyErr_SetString(PyExc_TypeError, "the tail holds ints");
+                goto fail;
+            }
+            index = PyLong_AsSsize_t(mapped);
+            if (index == -1 && PyErr_Occurred())
+                goto fail;
+        }
+        PyObject *d = PyLong_FromSsize_t(index - previous);
+        if (d == NULL)
+            goto fail;
+        PyList_SET_ITEM(out, i, d);
+        previous = index;
+    }
+    Py_DECREF(items);
+    return out;
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* resolve_refs(differences, objs) -> (indices, refs): the running sums of the
+ * differences and objs[i] of each. TypeError if a difference is not an int (bools
+ * count, as in Python); else IndexError if an index falls outside objs. */
+static PyObject *
+resolve_refs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_Check(args[0]) || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "resolve_refs(differences: list, objs: list)");
+        return NULL;
+    }
+    PyObject *diffs = args[0], *objs = args[1], *indices = NULL, *refs = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(diffs);
+    for (Py_ssize_t i = 0; i < n; i++)      /* type errors first, as the Python does */
+        if (!PyLong_Check(PyList_GET_ITEM(diffs, i))) {
+            PyErr_SetString(PyExc_TypeError, "a reference difference is not an int");
+            return NULL;
+        }
+    if ((indices = PyList_New(n)) == NULL || (refs = PyList_New(n)) == NULL)
+        goto fail;
+    long long index = 0;
+    Py_ssize_t size = PyList_GET_SIZE(objs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int overflow;
+        long long d = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(diffs, i), &overflow);
+        if (d == -1 && PyErr_Occurred())
+            goto fail;
+        /* an index of any size outside [0, size) is refused, so overflow is one too */
+        if (overflow || __builtin_add_overflow(index, d, &index) || index < 0
+                || index >= (long long)size) {
+            PyErr_SetString(PyExc_IndexError, "a reference outside the objects");
+            goto fail;
+        }
+        PyObject *key = PyLong_FromLongLong(index);
+        if (key == NULL)
+            goto fail;
+        PyList_SET_ITEM(indices, i, key);
+        PyObject *obj = PyList_GET_ITEM(objs, (Py_ssize_t)index);
+        Py_INCREF(obj);
+        PyList_SET_ITEM(refs, i, obj);
+    }
+    return Py_BuildValue("(NN)", indices, refs);
+fail:
+    Py_XDECREF(indices);
+    Py_XDECREF(refs);
+    return NULL;
+}
+
+/* merge_mixed(mask, inline, refs) -> the values in order: for each mask byte, the next
+ * inline value (0) or the next reference (1). ValueError if the mask does not match. */
+static PyObject *
+merge_mixed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyBytes_Check(args[0]) || !PyList_Check(args[1])
+            || !PyList_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "merge_mixed(mask: bytes, inline: list, refs: list)");
+        return NULL;
+    }
+    const unsigned char *mask = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    PyObject *sides[2] = {args[1], args[2]};
+    Py_ssize_t taken[2] = {0, 0};
+    Py_ssize_t ones = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (mask[i] > 1) {
+            PyErr_SetString(PyExc_ValueError, "a mask byte is 0 or 1");
+            return NULL;
+        }
+        ones += mask[i];
+    }
+    if (ones != PyList_GET_SIZE(args[2]) || n - ones != PyList_GET_SIZE(args[1])) {
+        PyErr_SetString(PyExc_ValueError, "the mask does not match the values");
+        return NULL;
+    }
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(sides[mask[i]], taken[mask[i]]++);
+        Py_INCREF(v);
+        PyList_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"kinds", kinds, METH_O, "The set of the types of a column's items."},
+    {"first_kinds", first_kinds, METH_O, "The distinct types of the items, in order."},
+    {"split", (PyCFunction)(void (*)(void))split, METH_FASTCALL,
+     "(mask, inline, refs) of a column: its items of inline types and the others."},
+    {"look_up", (PyCFunction)(void (*)(void))look_up, METH_FASTCALL,
+     "(cells, missing) of objects in a table keyed by the objects."},
+    {"look_up_ids", (PyCFunction)(void (*)(void))look_up_ids, METH_FASTCALL,
+     "(ids, cells, missing) of objects in a memo keyed by id()."},
+    {"differences", (PyCFunction)(void (*)(void))differences, METH_FASTCALL,
+     "The index differences that refer to the cells' objects."},
+    {"resolve_refs", (PyCFunction)(void (*)(void))resolve_refs, METH_FASTCALL,
+     "(indices, objects) of a column's reference differences."},
+    {"merge_mixed", (PyCFunction)(void (*)(void))merge_mixed, METH_FASTCALL,
+     "A mixed column's values in order."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyModuleDef_Slot slots[] = {
+    {0, NULL},                  /* no state: nothing to set up per interpreter */
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "autosave._speedups",
+    "The engine's per-reference loops in C (autosave/kernels.py).", 0, methods, slots,
+    NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    return PyModuleDef_Init(&module);
+}

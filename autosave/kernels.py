@@ -1,0 +1,135 @@
+"""The engine's per-reference loops, in Python, and in C when it was built.
+
+Each function is a pass over a column (a save's references, a load's index
+differences). The Python here is the definition; ``autosave/_speedups.c`` does the same
+in one pass where Python makes several, and is chosen once, below, when the extension
+was built and ``AUTOSAVE_PUREPYTHON`` is not set, as ``pickle`` picks ``_pickle``.
+Both give the same results and raise the same exception classes: the contract, and
+how the tests hold both to it, are in docs/speedups.md.
+"""
+
+import os
+import threading
+from itertools import accumulate, chain, compress, repeat
+from operator import is_, itemgetter, not_, sub
+
+_first = itemgetter(0)
+
+
+def kinds(column):
+    """The set of the types of column's items."""
+    return set(map(type, column))
+
+
+def first_kinds(objs):
+    """The distinct types of objs' items, in the order first met."""
+    return list(dict.fromkeys(map(type, objs)))
+
+
+def split(column, inline_types):
+    """(mask, inline, refs): a mask byte 0 for each item whose type is in
+    ``inline_types`` and 1 for any other, then the items of each kind, in order."""
+    inline = list(map(inline_types.__contains__, map(type, column)))
+    return (bytes(map(not_, inline)), list(compress(column, inline)),
+            list(compress(column, map(not_, inline))))
+
+
+def look_up(table, objs):
+    """(cells, missing): ``table.get(obj)`` for each obj, and the distinct objs the
+    table does not hold, in the order first met. For a table keyed by the objects."""
+    cells = list(map(table.get, objs))
+    if None not in cells:
+        return cells, []
+    return cells, list(dict.fromkeys(compress(objs, map(is_, cells, repeat(None)))))
+
+
+def look_up_ids(memo, objs):
+    """(ids, cells, missing): ``id(obj)`` for each obj, ``memo.get(id(obj))``, and the
+    distinct objs (by identity) the memo does not hold, in the order first met."""
+    ids = list(map(id, objs))
+    cells = list(map(memo.get, ids))
+    if None not in cells:
+        return ids, cells, []
+    new = list(map(is_, cells, repeat(None)))
+    return ids, cells, list(dict(zip(compress(ids, new), compress(objs, new))).values())
+
+
+def differences(cells, tail):
+    """The differences of the indices the cells name, in order: a cell ``[i]`` with
+    i >= 0 names index i, a cell ``(-serial,)`` names ``tail[-serial]``."""
+    index = list(map(_first, cells))
+    if index and min(index) < 0:
+        if max(index) < 0:
+            index = list(map(tail.__getitem__, index))
+        else:
+            index = [i if i >= 0 else tail[i] for i in index]
+    return list(map(sub, index, chain((0,), index)))
+
+
+def resolve_refs(diffs, objs):
+    """(indices, objects) of a column's reference differences: their running sums and
+    ``objs[i]`` of each. TypeError if a difference is not an int (msgpack's true and
+    false count as 1 and 0, as in Python); else IndexError if an index falls outside
+    objs, negative ones included."""
+    try:
+        index = list(accumulate(diffs))
+        refs = list(map(objs.__getitem__, index))
+    except (IndexError, TypeError):
+        if not all(map(isinstance, diffs, repeat(int))):
+            raise TypeError("a reference difference is not an int") from None
+        raise IndexError("a reference outside the objects") from None   # or too big
+    if index and min(index) < 0:
+        raise IndexError("a reference outside the objects")
+    return index, refs
+
+
+def merge_mixed(mask, inline, refs):
+    """A mixed column's values in order: for each mask byte, the next inline value (0)
+    or the next reference (1). ValueError if the mask does not match them."""
+    if mask.count(1) != len(refs) or mask.count(0) != len(inline) or \
+            len(mask) != len(refs) + len(inline):
+        raise ValueError("the mask does not match the values")
+    return list(map(next, map((iter(inline), iter(refs)).__getitem__, mask)))
+
+
+PURE = {name: globals()[name] for name in (
+    "kinds", "first_kinds", "split", "look_up", "look_up_ids", "differences",
+    "resolve_refs", "merge_mixed")}
+
+try:
+    if os.environ.get("AUTOSAVE_PUREPYTHON"):
+        raise ImportError("AUTOSAVE_PUREPYTHON is set")
+    from autosave import _speedups
+except ImportError:
+    _speedups = None
+else:
+    from autosave._speedups import (differences, first_kinds, kinds,  # noqa: F811
+                                    look_up, look_up_ids, merge_mixed, resolve_refs,
+                                    split)
+
+#: Which implementation the engine runs: "C" or "Python".
+IMPLEMENTATION = "Python" if _speedups is None else "C"
+
+
+CHOSEN = {name: globals()[name] for name in PURE}
+_inside = 0                      # python_loops blocks open, in any thread
+_lock = threading.Lock()
+
+
+class python_loops:
+    """Inside the block the engine runs the Python loops above, whichever the import
+    chose: what the tests and benchmarks compare the C loops with. Blocks may nest and
+    overlap across threads; the import's choice is back once none is open."""
+
+    def __enter__(self):
+        global _inside
+        with _lock:
+            _inside += 1
+            globals().update(PURE)
+
+    def __exit__(self, *exc):
+        global _inside
+        with _lock:
+            _inside -= 1
+            if not _inside:
+                globals().update(CHOSEN)

@@ -1,0 +1,347 @@
+"""The engine's per-reference loops (autosave.kernels), in Python and in C, held to one
+contract (docs/speedups.md).
+
+One suite runs against both implementations; generated inputs (forged ones for the
+load's loops) must give both the same result or the same exception class. Everything
+else in the suite compares them too: every save is made a second time with the Python
+loops (conftest.py) and must give the same bytes, and the mutation fuzzer loads every
+forged file with both (test_mutation_fuzz.py). What could crash the interpreter runs
+in a subprocess.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import tracemalloc
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import autosave
+from autosave import kernels
+from autosave.kernels import python_loops
+
+FUZZ = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "0") or 0)
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+NAMES = sorted(kernels.PURE)
+
+try:
+    from autosave import _speedups
+except ImportError:                    # no C compiler where autosave was installed
+    _speedups = None
+
+IMPLEMENTATIONS = [pytest.param(kernels.PURE, id="Python"),
+                   pytest.param({name: getattr(_speedups, name, None) for name in NAMES},
+                                id="C", marks=pytest.mark.skipif(
+                                    _speedups is None, reason="autosave._speedups not built"))]
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def k(request):
+    """One implementation's kernels, by name: k["look_up"](...)."""
+    return request.param
+
+
+class Node:
+    pass
+
+
+# -- the contract, against each implementation --------------------------------------------
+
+
+def test_kinds_is_the_set_of_types(k):
+    n = Node()
+    assert k["kinds"]([1, "a", n, 2, None, n, 3.0]) == {int, str, Node, type(None), float}
+    assert k["kinds"](()) == set()
+    assert k["kinds"](iter([True, 1])) == {bool, int}
+
+
+def test_first_kinds_are_the_distinct_types_in_order(k):
+    assert k["first_kinds"]([Node(), 1, Node(), "a", 2, None]) == [Node, int, str, type(None)]
+    assert k["first_kinds"]([]) == []
+
+
+def test_split_separates_inline_items_from_references(k):
+    n = Node()
+    mask, inline, refs = k["split"]([1, n, "a", n, None], frozenset({int, str, type(None)}))
+    assert (mask, inline, refs) == (b"\x00\x01\x00\x01\x00", [1, "a", None], [n, n])
+    assert k["split"]((), frozenset()) == (b"", [], [])
+
+
+def test_look_up_gives_cells_and_the_distinct_missing_objects_in_order(k):
+    a, b, c = Node(), Node(), Node()
+    table = {a: ("A",)}
+    cells, missing = k["look_up"](table, [b, a, c, b, a])
+    assert cells == [None, ("A",), None, None, ("A",)]
+    assert missing == [b, c] and missing[0] is b
+    assert k["look_up"](table, [a, a]) == ([("A",), ("A",)], [])
+    assert k["look_up"](table, []) == ([], [])
+
+
+def test_look_up_ids_keys_by_identity_even_for_equal_objects(k):
+    x, y = [1], [1]                     # equal, distinct, unhashable
+    memo = {id(x): [7]}
+    ids, cells, missing = k["look_up_ids"](memo, [x, y, y, x])
+    assert ids == [id(x), id(y), id(y), id(x)]
+    assert cells == [[7], None, None, [7]]
+    assert len(missing) == 1 and missing[0] is y
+
+
+def test_differences_map_serials_through_the_tail(k):
+    tail = [30, 20, 10]                 # tail[-1] = 10, tail[-3] = 30
+    assert k["differences"]([(-1,), (-3,), (-2,)], tail) == [10, 20, -10]
+    assert k["differences"](iter([[5], (-1,), [0]]), tail) == [5, 5, -10]
+    assert k["differences"]([], tail) == []
+
+
+def test_resolve_refs_sums_differences_and_picks_objects(k):
+    objs = ["a", "b", "c"]
+    assert k["resolve_refs"]([2, -1, 0, -1], objs) == ([2, 1, 1, 0], ["c", "b", "b", "a"])
+    assert k["resolve_refs"]([True, True], objs) == ([1, 2], ["b", "c"])
+    assert k["resolve_refs"]([], objs) == ([], [])
+
+
+@pytest.mark.parametrize("diffs, error", [
+    ([3], IndexError), ([-1], IndexError), ([1, -2], IndexError), ([2**64], IndexError),
+    ([2**70, -2**70], IndexError), ([-2**63, 2**63], IndexError), ([2**63 - 1, 1], IndexError),
+    ([0.0], TypeError), (["1"], TypeError), ([None], TypeError), ([5, 1.5], TypeError),
+    ([1, [1]], TypeError)])
+def test_resolve_refs_refuses_what_a_forged_column_may_hold(k, diffs, error):
+    with pytest.raises(error):
+        k["resolve_refs"](diffs, ["a", "b", "c"])
+
+
+def test_merge_mixed_interleaves_by_the_mask(k):
+    assert k["merge_mixed"](b"\x00\x01\x01\x00", ["i", "j"], ["R", "S"]) == ["i", "R", "S", "j"]
+    assert k["merge_mixed"](b"", [], []) == []
+
+
+@pytest.mark.parametrize("mask, inline, refs", [
+    (b"\x00\x01", ["i"], []), (b"\x00", ["i", "j"], []), (b"\x02", [], []),
+    (b"\x02\x00", ["i"], ["R"]), (b"\x01\x01", [], ["R"])])
+def test_merge_mixed_refuses_a_mask_that_does_not_match(k, mask, inline, refs):
+    with pytest.raises(ValueError):
+        k["merge_mixed"](mask, inline, refs)
+
+
+def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
+    """Leaks show as memory that stays traced after the results are dropped."""
+    objs = [Node() for _ in range(50)]
+    table = {o: (-i,) for i, o in enumerate(objs[:25])}
+    memo = {id(o): (-i,) for i, o in enumerate(objs[:25])}
+    tail = list(range(100))
+    calls = [lambda: k["kinds"](objs), lambda: k["look_up"](table, objs),
+             lambda: k["first_kinds"](objs + [1, "a"]),
+             lambda: k["split"](objs + [1, "a"], frozenset({int})),
+             lambda: k["look_up_ids"](memo, objs),
+             lambda: k["differences"](list(table.values()), tail),
+             lambda: k["resolve_refs"]([1] * 40, objs),
+             lambda: k["merge_mixed"](b"\x00\x01" * 20, objs[:20], objs[20:40])]
+    bad = [lambda: k["resolve_refs"]([1] * 40 + [99], objs),
+           lambda: k["resolve_refs"]([1, "x"], objs),
+           lambda: k["merge_mixed"](b"\x00\x02", objs[:1], objs[1:2])]
+    def once():
+        for call in calls:
+            call()
+        for call in bad:
+            try:
+                call()
+            except (IndexError, TypeError, ValueError):
+                pass
+            else:
+                raise AssertionError("a bad input was taken")
+
+    for _ in range(50):                  # warm every cache first
+        once()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(300):
+            once()
+        first = tracemalloc.get_traced_memory()[0] - before
+        for _ in range(300):
+            once()
+        grown = tracemalloc.get_traced_memory()[0] - before - first
+    finally:
+        tracemalloc.stop()
+    # a leak of one object per call would be 2,700 objects a round of 300
+    assert grown < 2_000, f"{grown} more bytes traced after 300 more rounds"
+
+
+# -- the two implementations, compared on generated inputs ---------------------------------
+
+needs_c = pytest.mark.skipif(_speedups is None, reason="autosave._speedups not built")
+
+
+def outcome(fn, *args):
+    """What a call gives: its result, or the class of what it raised."""
+    try:
+        return "ok", fn(*args)
+    except (IndexError, TypeError, ValueError) as e:
+        return "raised", type(e)
+
+
+POOL = [Node() for _ in range(6)] + [[1], [1], (2,)]
+inline = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(),
+                   st.text(max_size=3), st.binary(max_size=3))
+column_items = st.one_of(inline, st.sampled_from(POOL))
+
+
+@needs_c
+@settings(max_examples=FUZZ or 300, **SETTINGS)
+@given(st.lists(column_items, max_size=40), st.sets(st.integers(0, len(POOL) - 1)))
+def test_save_loops_agree(column, known):
+    assert kernels.PURE["kinds"](column) == _speedups.kinds(column)
+    assert kernels.PURE["first_kinds"](column) == _speedups.first_kinds(column)
+    inline_types = frozenset(map(type, column[::2]))
+    assert kernels.PURE["split"](column, inline_types) == _speedups.split(column, inline_types)
+    hashable = [o for o in column if isinstance(o, Node)]
+    table = {POOL[i]: (-i - 1,) for i in known if isinstance(POOL[i], Node)}
+    assert outcome(kernels.PURE["look_up"], table, hashable) == \
+        outcome(_speedups.look_up, table, hashable)
+    memo = {id(POOL[i]): [i] for i in known}
+    py, c = kernels.PURE["look_up_ids"](memo, column), _speedups.look_up_ids(memo, column)
+    assert py[:2] == c[:2] and list(map(id, py[2])) == list(map(id, c[2]))
+
+
+cells = st.one_of(st.integers(1, 12).map(lambda s: (-s,)), st.integers(0, 50).map(lambda i: [i]))
+
+
+@needs_c
+@settings(max_examples=FUZZ or 300, **SETTINGS)
+@given(st.lists(cells, max_size=40), st.permutations(range(12)))
+def test_differences_agree(column, tail):
+    tail = list(tail)
+    assert kernels.PURE["differences"](column, tail) == _speedups.differences(column, tail)
+
+
+forged_differences = st.lists(st.one_of(
+    st.integers(-4, 4), st.integers(-2**70, 2**70), st.booleans(), st.floats(),
+    st.none(), st.text(max_size=2), st.just(2**63), st.just(-2**63)), max_size=30)
+
+
+@needs_c
+@settings(max_examples=FUZZ or 500, **SETTINGS)
+@given(forged_differences, st.integers(0, 8))
+def test_load_loops_agree_on_forged_references(diffs, n):
+    objs = [f"o{i}" for i in range(n)]
+    assert outcome(kernels.PURE["resolve_refs"], diffs, objs) == \
+        outcome(_speedups.resolve_refs, diffs, objs)
+
+
+@needs_c
+@settings(max_examples=FUZZ or 300, **SETTINGS)
+@given(st.binary(max_size=20), st.integers(0, 20), st.integers(0, 20))
+def test_load_loops_agree_on_forged_masks(mask, n_inline, n_refs):
+    args = (mask, [f"i{j}" for j in range(n_inline)], [f"r{j}" for j in range(n_refs)])
+    assert outcome(kernels.PURE["merge_mixed"], *args) == outcome(_speedups.merge_mixed, *args)
+
+
+@needs_c
+@settings(max_examples=FUZZ or 60, **SETTINGS)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.text(max_size=3)),
+                max_size=60))
+def test_whole_saves_and_loads_agree(edges):
+    """A generated graph gives the same bytes, and loads to the same graph, with
+    either implementation (beside the check every save in the suite makes)."""
+    nodes = [Node() for _ in range(6)]
+    for node in nodes:
+        node.items, node.name = [], ""
+    for a, b, name in edges:
+        nodes[a].items.append(nodes[b])
+        nodes[a].items.append(name)
+        nodes[b].name = name
+    root = {"nodes": nodes, "pairs": [(n, n.name) for n in nodes]}
+    data = autosave.dumps(root)
+    with python_loops():
+        assert autosave.dumps(root) == data
+        back = autosave.loads(data)
+        assert autosave.dumps(back) == data
+    assert autosave.dumps(autosave.loads(data)) == data
+
+
+autosave.allow(__name__)
+
+
+# -- which implementation runs ---------------------------------------------------------------
+
+
+def test_the_extension_is_built_where_a_compiler_is():
+    """The extension is optional; where autosave was installed with a C compiler, its
+    absence is a broken build, not a fallback."""
+    if os.environ.get("AUTOSAVE_PUREPYTHON"):
+        assert kernels.IMPLEMENTATION == "Python"
+        return
+    if not shutil.which(sysconfig.get_config_var("CC").split()[0] or "cc"):
+        pytest.skip("no C compiler here")
+    assert _speedups is not None and kernels.IMPLEMENTATION == "C"
+    assert kernels.look_up is _speedups.look_up
+
+
+def run(code, **env):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                          env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_autosave_purepython_runs_the_python_loops_to_the_same_bytes():
+    code = """
+        import autosave
+        from autosave import kernels
+        class Node: pass
+        autosave.allow("__main__")
+        nodes = [Node() for _ in range(100)]
+        for i, n in enumerate(nodes):
+            n.next, n.data = nodes[(i * 7) % 100], [i, nodes[i // 2], (i, str(i))]
+        data = autosave.dumps(nodes)
+        assert autosave.dumps(autosave.loads(data)) == data
+        print(kernels.IMPLEMENTATION, data.hex())
+        """
+    pure = run(code, AUTOSAVE_PUREPYTHON="1")
+    default = run(code, AUTOSAVE_PUREPYTHON="")
+    assert pure.returncode == 0 and default.returncode == 0, pure.stderr + default.stderr
+    assert pure.stdout.split()[0] == "Python"
+    assert pure.stdout.split()[1] == default.stdout.split()[1]
+
+
+@needs_c
+def test_code_run_by_a_hash_cannot_pull_the_column_from_under_a_c_loop():
+    """A key's __hash__ or __eq__ may run anything, emptying the list being walked (the
+    engine's own columns hold objects hashed by identity, but the loops promise safety
+    for any): the C loops walk a copy, so every object gets its cell."""
+    code = """
+        from autosave import _speedups
+
+        class Evil:
+            def __init__(self, victim):
+                self.victim = victim
+            def __hash__(self):
+                self.victim.clear()
+                return 1
+            def __eq__(self, other):
+                self.victim.clear()
+                return self is other
+
+        objs = []
+        objs += [Evil(objs) for _ in range(1000)]
+        cells, missing = _speedups.look_up({Evil([]): (-1,)}, objs)
+        print(len(cells), len(missing), len(objs))
+        """
+    done = run(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1000", "1000", "0"]
+
+
+def test_python_loops_blocks_may_overlap_and_the_import_choice_comes_back():
+    """Blocks opened in two threads can close in either order (a save in a thread)."""
+    first, second = python_loops(), python_loops()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)         # not the last opened
+    assert kernels.look_up is kernels.PURE["look_up"]
+    second.__exit__(None, None, None)
+    assert all(getattr(kernels, name) is fn for name, fn in kernels.CHOSEN.items())
