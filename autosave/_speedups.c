@@ -131,6 +131,108 @@ fail:
     return NULL;
 }
 
+/* Whether dict a's keys are b's, the same objects in the same order (no Python runs). */
+static int
+same_keys(PyObject *a, PyObject *b)
+{
+    if (PyDict_GET_SIZE(a) != PyDict_GET_SIZE(b))
+        return 0;
+    Py_ssize_t i = 0, j = 0;
+    PyObject *ka, *kb, *v;
+    while (PyDict_Next(a, &i, &ka, &v)) {
+        if (!PyDict_Next(b, &j, &kb, &v) || ka != kb)
+            return 0;
+    }
+    return 1;
+}
+
+/* The tuple of dict d's keys, in order, read as dict.keys(d) reads them. */
+static PyObject *
+keys_tuple(PyObject *d)
+{
+    Py_ssize_t i = 0, k = 0;
+    PyObject *key, *value, *out = PyTuple_New(PyDict_GET_SIZE(d));
+    if (out == NULL)
+        return NULL;
+    while (PyDict_Next(d, &i, &key, &value)) {      /* runs no Python: the size holds */
+        Py_INCREF(key);
+        PyTuple_SET_ITEM(out, k++, key);
+    }
+    return out;
+}
+
+/* shapes(objs) -> (distinct, which): the distinct tuples of the keys of the objs'
+ * __dict__s, in the order first met, and the position in distinct of each obj's
+ * (None when there is one). */
+static PyObject *
+shapes(PyObject *module, PyObject *objs)
+{
+    PyObject *items = as_tuple(objs);
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    PyObject *distinct = PyList_New(0), *index = PyDict_New(), *which = PyList_New(n);
+    PyObject *previous = NULL, *previous_at = NULL;    /* the last __dict__, its position */
+    if (distinct == NULL || index == NULL || which == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyObject_GetAttrString(PyTuple_GET_ITEM(items, i), "__dict__");
+        if (d == NULL)
+            goto fail;
+        if (!PyDict_Check(d)) {
+            PyErr_Format(PyExc_TypeError, "vars() of a %.100s is not a dict",
+                         Py_TYPE(PyTuple_GET_ITEM(items, i))->tp_name);
+            Py_DECREF(d);
+            goto fail;
+        }
+        if (previous != NULL && same_keys(d, previous)) {   /* the common case */
+            Py_INCREF(previous_at);
+            PyList_SET_ITEM(which, i, previous_at);
+            Py_SETREF(previous, d);
+            continue;
+        }
+        PyObject *shape = keys_tuple(d);
+        if (shape == NULL) {
+            Py_DECREF(d);
+            goto fail;
+        }
+        PyObject *at = PyDict_GetItemWithError(index, shape);
+        if (at != NULL)
+            Py_INCREF(at);
+        else if (!PyErr_Occurred()) {
+            at = PyLong_FromSsize_t(PyList_GET_SIZE(distinct));
+            if (at == NULL || PyDict_SetItem(index, shape, at) < 0
+                    || PyList_Append(distinct, shape) < 0) {
+                Py_XDECREF(at);
+                at = NULL;
+            }
+        }
+        Py_DECREF(shape);
+        if (at == NULL) {
+            Py_DECREF(d);
+            goto fail;
+        }
+        PyList_SET_ITEM(which, i, at);
+        Py_XSETREF(previous_at, Py_NewRef(at));
+        Py_XSETREF(previous, d);
+    }
+    Py_DECREF(items);
+    Py_XDECREF(previous);
+    Py_XDECREF(previous_at);
+    Py_DECREF(index);
+    if (PyList_GET_SIZE(distinct) < 2)
+        Py_SETREF(which, Py_NewRef(Py_None));
+    return Py_BuildValue("(NN)", distinct, which);
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(previous);
+    Py_XDECREF(previous_at);
+    Py_XDECREF(distinct);
+    Py_XDECREF(index);
+    Py_XDECREF(which);
+    return NULL;
+}
+
 /* Append key's object to missing unless seen holds key already. */
 static int
 note_missing(PyObject *seen, PyObject *missing, PyObject *key, PyObject *obj)
@@ -398,6 +500,7 @@ merge_mixed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef methods[] = {
     {"kinds", kinds, METH_O, "The set of the types of a column's items."},
     {"first_kinds", first_kinds, METH_O, "The distinct types of the items, in order."},
+    {"shapes", shapes, METH_O, "(distinct, which): the key tuples of the objects' __dict__s."},
     {"split", (PyCFunction)(void (*)(void))split, METH_FASTCALL,
      "(mask, inline, refs) of a column: its items of inline types and the others."},
     {"look_up", (PyCFunction)(void (*)(void))look_up, METH_FASTCALL,

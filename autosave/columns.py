@@ -234,13 +234,12 @@ class Batches:
             if batch.__class__ is Batch:
                 self.add_all(batch, objs)
                 return
-            distinct = dict.fromkeys(map(tuple, map(dict.keys, map(vars, objs))))
-            if len(distinct) == 1:
-                self.add_all(batch(next(iter(distinct))), objs)
+            distinct, which = kernels.shapes(objs)
+            if which is None:
+                self.add_all(batch(distinct[0]), objs)
                 return
-            shapes = list(map(tuple, map(dict.keys, map(vars, objs))))
-            for shape in distinct:          # by shape, each in the order met
-                self.add_all(batch(shape), list(compress(objs, map(shape.__eq__, shapes))))
+            for i, shape in enumerate(distinct):      # by shape, each in the order met
+                self.add_all(batch(shape), list(compress(objs, map(i.__eq__, which))))
             return
         walker.mention_in_order(objs)
 

@@ -79,7 +79,7 @@ def build_tuples(objs, batches, tuples):
             check_lengths(lengths, len(items), "tuples")
             if index is not None and any(any(map(r.__contains__, index)) for r in others):
                 raise FormatError("a tuple's item is a tuple of a batch")
-            if _ABSENT in set(map(type, items)):
+            if _ABSENT in kernels.kinds(items):
                 raise FormatError("a tuple's item is an unset-slot marker")
         except FormatError as e:
             raise FormatError(f"batch {b}: {e}") from None
@@ -142,7 +142,7 @@ class Filler:
             raise FormatError(f"a column holds {size} values for {n} objects")
         if kind == COLUMN_INLINE:
             values = column[1]
-            kinds = set(map(type, values))
+            kinds = kernels.kinds(values)
             if not kinds <= _INLINE_VALUES:
                 raise FormatError("a column of inline values holds a reference")
             return values, None, _ABSENT in kinds
@@ -150,7 +150,7 @@ class Filler:
         if kind == COLUMN_REFS:
             return refs, index, False
         mask, inline = column[1], column[2]
-        kinds = set(map(type, inline))
+        kinds = kernels.kinds(inline)
         if not kinds <= _INLINE_VALUES:
             raise FormatError("a mixed column's inline values hold a reference")
         values = merge_mixed(mask, inline, refs)

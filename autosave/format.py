@@ -348,7 +348,7 @@ def merge_mixed(mask, inline, refs):
 def check_lengths(lengths, count, what):
     """The lengths column of a batch of lists, tuples or dicts: non-negative ints that
     add up to ``count``, the entries the next column holds."""
-    if not set(map(type, lengths)) <= {int} or (lengths and min(lengths) < 0):
+    if not kernels.kinds(lengths) <= {int} or (lengths and min(lengths) < 0):
         raise FormatError(f"the {what}' lengths must be non-negative ints")
     if sum(lengths) != count:
         raise FormatError(f"the {what}' lengths add up to {sum(lengths)}, the column "

@@ -26,6 +26,17 @@ def first_kinds(objs):
     return list(dict.fromkeys(map(type, objs)))
 
 
+def shapes(objs):
+    """(distinct, which): the distinct tuples of the keys of the objs' ``__dict__``s,
+    in the order first met, and the position in distinct of each obj's (None when
+    there is one)."""
+    keys = list(map(tuple, map(dict.keys, map(vars, objs))))
+    distinct = list(dict.fromkeys(keys))
+    if len(distinct) < 2:
+        return distinct, None
+    return distinct, list(map({k: i for i, k in enumerate(distinct)}.__getitem__, keys))
+
+
 def split(column, inline_types):
     """(mask, inline, refs): a mask byte 0 for each item whose type is in
     ``inline_types`` and 1 for any other, then the items of each kind, in order."""
@@ -93,7 +104,7 @@ def merge_mixed(mask, inline, refs):
 
 
 PURE = {name: globals()[name] for name in (
-    "kinds", "first_kinds", "split", "look_up", "look_up_ids", "differences",
+    "kinds", "first_kinds", "shapes", "split", "look_up", "look_up_ids", "differences",
     "resolve_refs", "merge_mixed")}
 
 try:
@@ -105,7 +116,7 @@ except ImportError:
 else:
     from autosave._speedups import (differences, first_kinds, kinds,  # noqa: F811
                                     look_up, look_up_ids, merge_mixed, resolve_refs,
-                                    split)
+                                    shapes, split)
 
 #: Which implementation the engine runs: "C" or "Python".
 IMPLEMENTATION = "Python" if _speedups is None else "C"

@@ -65,6 +65,25 @@ def test_first_kinds_are_the_distinct_types_in_order(k):
     assert k["first_kinds"]([]) == []
 
 
+def fresh(name):
+    """A str equal to name that is not the same object (as a key made at run time)."""
+    copy = "".join([name[:1], name[1:]])
+    assert copy == name and copy is not name
+    return copy
+
+
+def test_shapes_are_the_key_tuples_of_the_instance_dicts(k):
+    a, b, c, d = Node(), Node(), Node(), Node()
+    a.key = b.key = d.key = 1
+    c.other, c.key = 1, 2                # c: ("other", "key")
+    assert k["shapes"]([a, b, d]) == ([("key",)], None)
+    assert k["shapes"]([a, c, b, c]) == ([("key",), ("other", "key")], [0, 1, 0, 1])
+    e = Node()
+    e.__dict__[fresh("key")] = 3         # a's shape, by an equal key
+    assert k["shapes"]([a, e, c, e]) == ([("key",), ("other", "key")], [0, 0, 1, 0])
+    assert k["shapes"]([]) == ([], None)
+
+
 def test_split_separates_inline_items_from_references(k):
     n = Node()
     mask, inline, refs = k["split"]([1, n, "a", n, None], frozenset({int, str, type(None)}))
@@ -136,6 +155,7 @@ def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
     tail = list(range(100))
     calls = [lambda: k["kinds"](objs), lambda: k["look_up"](table, objs),
              lambda: k["first_kinds"](objs + [1, "a"]),
+             lambda: k["shapes"](objs),
              lambda: k["split"](objs + [1, "a"], frozenset({int})),
              lambda: k["look_up_ids"](memo, objs),
              lambda: k["differences"](list(table.values()), tail),
@@ -209,6 +229,21 @@ def test_save_loops_agree(column, known):
 
 
 cells = st.one_of(st.integers(1, 12).map(lambda s: (-s,)), st.integers(0, 50).map(lambda i: [i]))
+
+
+@needs_c
+@settings(max_examples=FUZZ or 200, **SETTINGS)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(["alpha", "beta", "gamma", 1]),
+                                  st.booleans()), unique_by=lambda t: t[0], max_size=3),
+                max_size=12))
+def test_shapes_agree(key_lists):
+    objs = []
+    for keys in key_lists:
+        obj = Node()
+        for key, made in keys:
+            obj.__dict__[fresh(key) if made and type(key) is str else key] = None
+        objs.append(obj)
+    assert kernels.PURE["shapes"](objs) == _speedups.shapes(objs)
 
 
 @needs_c
