@@ -497,6 +497,125 @@ merge_mixed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* fill_slots(descriptors, objs, columns): descriptors[j].__set__(objs[i], columns[j][i])
+ * for every object and column. Each descriptor must be a slot's (a member descriptor),
+ * and each column as long as objs. One pass over the objects: each is touched once, all
+ * its slots set. Setting a slot that held a value frees the old one, which may run
+ * Python: objs is walked as a copy, and each column's size is checked at each read. */
+static PyObject *
+fill_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "fill_slots(descriptors, objs, columns)");
+        return NULL;
+    }
+    PyObject *descriptors = NULL, *objs = NULL, *columns = NULL;
+    if ((descriptors = as_tuple(args[0])) == NULL || (objs = as_tuple(args[1])) == NULL
+            || (columns = as_tuple(args[2])) == NULL)
+        goto fail;
+    Py_ssize_t k = PyTuple_GET_SIZE(descriptors), n = PyTuple_GET_SIZE(objs);
+    if (PyTuple_GET_SIZE(columns) != k) {
+        PyErr_SetString(PyExc_ValueError, "one column per descriptor");
+        goto fail;
+    }
+    for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *column = PyTuple_GET_ITEM(columns, j);
+        if (!Py_IS_TYPE(PyTuple_GET_ITEM(descriptors, j), &PyMemberDescr_Type)) {
+            PyErr_SetString(PyExc_TypeError, "fill_slots sets slots: member descriptors");
+            goto fail;
+        }
+        if (!PyList_Check(column) && !PyTuple_Check(column)) {
+            PyErr_SetString(PyExc_TypeError, "a column is a list or a tuple");
+            goto fail;
+        }
+        if (Py_SIZE(column) != n) {
+            PyErr_SetString(PyExc_ValueError, "a column is not as long as the objects");
+            goto fail;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *obj = PyTuple_GET_ITEM(objs, i);
+        for (Py_ssize_t j = 0; j < k; j++) {
+            PyObject *descr = PyTuple_GET_ITEM(descriptors, j);
+            PyObject *column = PyTuple_GET_ITEM(columns, j);
+            if (i >= Py_SIZE(column)) {                 /* a __del__ shrank it */
+                PyErr_SetString(PyExc_ValueError, "a column changed size while filling");
+                goto fail;
+            }
+            PyObject *value = PyList_Check(column) ? PyList_GET_ITEM(column, i)
+                                                   : PyTuple_GET_ITEM(column, i);
+            Py_INCREF(value);                          /* held across the set */
+            int failed = Py_TYPE(descr)->tp_descr_set(descr, obj, value);
+            Py_DECREF(value);
+            if (failed < 0)
+                goto fail;
+        }
+    }
+    Py_DECREF(descriptors);
+    Py_DECREF(objs);
+    Py_DECREF(columns);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(descriptors);
+    Py_XDECREF(objs);
+    Py_XDECREF(columns);
+    return NULL;
+}
+
+/* fill_lists(lists, lengths, items): extend each (empty) list by its length's run of
+ * items, in order. ValueError unless the lengths are ints >= 0 adding up to len(items). */
+static PyObject *
+fill_lists(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyList_Check(args[0]) || !PyList_Check(args[1])
+            || !PyList_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "fill_lists(lists: list, lengths: list, items: list)");
+        return NULL;
+    }
+    PyObject *lists = args[0], *lengths = args[1], *items = args[2];
+    Py_ssize_t n = PyList_GET_SIZE(lists), total = PyList_GET_SIZE(items), start = 0;
+    if (PyList_GET_SIZE(lengths) != n) {
+        PyErr_SetString(PyExc_ValueError, "one length per list");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {             /* all checked before any is filled */
+        PyObject *length = PyList_GET_ITEM(lengths, i);
+        Py_ssize_t m = PyLong_Check(length) ? PyLong_AsSsize_t(length) : -1;
+        if (m == -1 && PyErr_Occurred())
+            PyErr_Clear();
+        if (m < 0 || m > total - start) {
+            PyErr_SetString(PyExc_ValueError, "the lengths do not add up to the items");
+            return NULL;
+        }
+        start += m;
+    }
+    if (start != total) {
+        PyErr_SetString(PyExc_ValueError, "the lengths do not add up to the items");
+        return NULL;
+    }
+    start = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *list = PyList_GET_ITEM(lists, i);
+        Py_ssize_t m = PyLong_AsSsize_t(PyList_GET_ITEM(lengths, i));
+        if (!PyList_Check(list)) {
+            PyErr_SetString(PyExc_TypeError, "fill_lists fills lists");
+            return NULL;
+        }
+        if (m) {
+            PyObject *run = PyList_GetSlice(items, start, start + m);
+            if (run == NULL)
+                return NULL;
+            Py_ssize_t at = PyList_GET_SIZE(list);
+            int failed = PyList_SetSlice(list, at, at, run);
+            Py_DECREF(run);
+            if (failed < 0)
+                return NULL;
+        }
+        start += m;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"kinds", kinds, METH_O, "The set of the types of a column's items."},
     {"first_kinds", first_kinds, METH_O, "The distinct types of the items, in order."},
@@ -513,6 +632,10 @@ static PyMethodDef methods[] = {
      "(indices, objects) of a column's reference differences."},
     {"merge_mixed", (PyCFunction)(void (*)(void))merge_mixed, METH_FASTCALL,
      "A mixed column's values in order."},
+    {"fill_slots", (PyCFunction)(void (*)(void))fill_slots, METH_FASTCALL,
+     "Set each object's slots from the columns."},
+    {"fill_lists", (PyCFunction)(void (*)(void))fill_lists, METH_FASTCALL,
+     "Extend each list by its run of items."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -186,8 +186,7 @@ class Filler:
     def fill_lists(self, lists, columns, any_missing, start):
         (lengths, _, _), (items, index, _) = columns
         check_lengths(lengths, len(items), "lists")
-        it = iter(items)
-        deque(map(list.extend, lists, map(islice, repeat(it), lengths)), 0)
+        kernels.fill_lists(lists, lengths, items)
         for owner, at, j in self.owners(lengths, self.waiting(items, index, any_missing)):
             self.patch(j, list.__setitem__, (lists[owner], at), start + owner)
 
@@ -237,10 +236,11 @@ class Filler:
         waiting = [self.waiting(v, index, any_missing) for v, index, _ in columns]
         absent = any(has_absent for _, _, has_absent in columns)
         direct = plan.direct if not absent and not plan.upgrades else None
-        if direct == "slots":
-            for (_, set_slot), column, late in zip(plan.slot_setters, values, waiting):
-                deque(map(set_slot, objs, column), 0)
-                for k, j in late:
+        if direct == "slots":      # a field the class dropped has a column, no setter
+            kernels.fill_slots(plan.slot_descriptors, objs,
+                               [values[pos - 1] for pos, _ in plan.slot_setters])
+            for pos, set_slot in plan.slot_setters:
+                for k, j in waiting[pos - 1]:
                     self.patch(j, set_slot, (objs[k],), start + k)
             return
         if direct == "dict":

@@ -10,8 +10,10 @@ how the tests hold both to it, are in docs/speedups.md.
 
 import os
 import threading
-from itertools import accumulate, chain, compress, repeat
+from collections import deque
+from itertools import accumulate, chain, compress, islice, repeat
 from operator import is_, itemgetter, not_, sub
+from types import MemberDescriptorType
 
 _first = itemgetter(0)
 
@@ -103,9 +105,31 @@ def merge_mixed(mask, inline, refs):
     return list(map(next, map((iter(inline), iter(refs)).__getitem__, mask)))
 
 
+def fill_slots(descriptors, objs, columns):
+    """``descriptors[j].__set__(objs[i], columns[j][i])`` for every object and column:
+    each descriptor a slot's (a member descriptor), each column as long as objs."""
+    if len(descriptors) != len(columns):
+        raise ValueError("one column per descriptor")
+    if not all(map(MemberDescriptorType.__instancecheck__, descriptors)):
+        raise TypeError("fill_slots sets slots: member descriptors")
+    if any(len(column) != len(objs) for column in columns):
+        raise ValueError("a column is not as long as the objects")
+    for descriptor, column in zip(descriptors, columns):
+        deque(map(descriptor.__set__, objs, column), 0)
+
+
+def fill_lists(lists, lengths, items):
+    """Extend each list by its length's run of items, in order. The caller checks the
+    lengths first (``format.check_lengths``: ints >= 0 adding up to ``len(items)``);
+    the C checks them again, as it must not read past the items, and raises
+    ValueError, where what the Python does is left unsaid."""
+    it = iter(items)
+    deque(map(list.extend, lists, map(islice, repeat(it), lengths)), 0)
+
+
 PURE = {name: globals()[name] for name in (
     "kinds", "first_kinds", "shapes", "split", "look_up", "look_up_ids", "differences",
-    "resolve_refs", "merge_mixed")}
+    "resolve_refs", "merge_mixed", "fill_slots", "fill_lists")}
 
 try:
     if os.environ.get("AUTOSAVE_PUREPYTHON"):
@@ -114,9 +138,12 @@ try:
 except ImportError:
     _speedups = None
 else:
-    from autosave._speedups import (differences, first_kinds, kinds,  # noqa: F811
-                                    look_up, look_up_ids, merge_mixed, resolve_refs,
-                                    shapes, split)
+    _stale = sorted(name for name in PURE if not hasattr(_speedups, name))
+    if _stale:       # built from an older _speedups.c: a checkout edited, not reinstalled
+        raise ImportError(f"{_speedups.__file__} lacks {', '.join(_stale)}: it was built "
+                          f"from an older autosave; reinstall autosave (pip install -e .) "
+                          f"or set AUTOSAVE_PUREPYTHON=1")
+    globals().update({name: getattr(_speedups, name) for name in PURE})
 
 #: Which implementation the engine runs: "C" or "Python".
 IMPLEMENTATION = "Python" if _speedups is None else "C"

@@ -5,6 +5,7 @@ batch objects.
 """
 
 import sys
+from types import MemberDescriptorType
 from collections import deque
 from itertools import islice
 
@@ -153,8 +154,12 @@ class InstancePlan:
         if simple and schema.layout == "dict" and len(self.setters) == self.nfields:
             self.fill, self.create = self.fill_dict, self.create_filled
             self.direct = "dict"
-        elif simple and schema.layout == "slots" and all(is_slot for _, _, is_slot in self.setters):
-            self.slot_setters = [(pos, getattr(cls, name).__set__) for pos, name, _ in self.setters]
+        elif simple and schema.layout == "slots" and all(
+                is_slot and type(getattr(cls, name)) is MemberDescriptorType
+                for _, name, is_slot in self.setters):
+            self.slot_descriptors = [getattr(cls, name) for _, name, _ in self.setters]
+            self.slot_setters = [(pos, d.__set__) for (pos, _, _), d in zip(
+                self.setters, self.slot_descriptors)]
             self.fill, self.create = self.fill_slots, self.create_filled
             self.direct = "slots"
 

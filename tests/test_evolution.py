@@ -2,12 +2,17 @@
 and classes, versions with upgrade hooks. Each test saves with one version of a game
 module and loads with the next."""
 
+import os
 from textwrap import dedent
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import autosave
 from modtools import fresh_name, load_module, unload
+
+FUZZ = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "0") or 0)
 
 
 @pytest.fixture
@@ -360,3 +365,62 @@ def test_field_made_transient_comes_back_as_default(game):
     """)
     camera = autosave.loads(data)
     assert camera.zoom == 2.0 and camera.cache == {}
+
+
+# -- generated patches of one class, its instances saved in batches and as records -----------
+
+POOL = ["f0", "f1", "f2", "f3", "f4", "f5"]
+
+
+@st.composite
+def patches(draw):
+    """(v1 fields, v2 fields as (name, kind), slots): v2 keeps some of v1's fields in any
+    order, drops the rest, adds fields with defaults and makes some kept ones transient."""
+    v1 = draw(st.lists(st.sampled_from(POOL), min_size=1, max_size=5, unique=True))
+    kept = draw(st.lists(st.sampled_from(v1), unique=True, max_size=len(v1)))
+    added = draw(st.lists(st.sampled_from([f for f in POOL if f not in v1]), unique=True,
+                          max_size=2))
+    v2 = [(f, draw(st.sampled_from(["kept", "transient"]))) for f in kept] + \
+        [(f, "added") for f in added]
+    v2 = draw(st.permutations(v2))
+    return v1, v2, draw(st.booleans())
+
+
+def class_source(fields, slots):
+    lines = ["@autosave.save_root", f"@attrs.define(slots={slots})", "class Unit:", "    pass"]
+    for name, kind in fields:
+        if kind == "kept":
+            lines.append(f"    {name}: object = None")
+        elif kind == "transient":
+            lines.append(f"    {name}: object = attrs.field(default='T', "
+                         f"metadata=autosave.transient)")
+        else:
+            lines.append(f"    {name}: object = 'A'")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=FUZZ or 150, deadline=None, derandomize=not FUZZ,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(patches())
+def test_generated_patches_load_each_field_from_its_own_column(game, patch):
+    """Every instance, whether its batch is filled in bulk or it is a record, gets each
+    kept field's own saved value and each added or transient one its default; a field
+    the class dropped is gone from a slotted one and kept in a __dict__ (a dropped field
+    in the middle once shifted a slotted batch's later fields by a column)."""
+    v1_fields, v2_fields, slots = patch
+    v1 = game(class_source([(f, "kept") for f in v1_fields], slots))
+    units = [v1.Unit(**{f: f"{f}-{i}" for f in v1_fields}) for i in range(4)]
+    lone = v1.Unit(**{f: f"{f}-lone" for f in v1_fields})
+    data = autosave.dumps({"many": units, "lone": (lone, [lone])})
+    v2 = game(class_source(v2_fields, slots))
+    back = autosave.loads(data)
+    for unit, i in [*zip(back["many"], map(str, range(4))), (back["lone"][0], "lone")]:
+        assert type(unit) is v2.Unit
+        for name, kind in v2_fields:
+            expected = {"kept": f"{name}-{i}", "transient": "T", "added": "A"}[kind]
+            assert getattr(unit, name) == expected, (name, kind, i)
+        for name in set(v1_fields) - {f for f, _ in v2_fields}:
+            if slots:
+                assert not hasattr(unit, name), name
+            else:
+                assert vars(unit)[name] == f"{name}-{i}", name

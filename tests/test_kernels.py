@@ -156,6 +156,9 @@ def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
     calls = [lambda: k["kinds"](objs), lambda: k["look_up"](table, objs),
              lambda: k["first_kinds"](objs + [1, "a"]),
              lambda: k["shapes"](objs),
+             lambda: k["fill_slots"]([Slotted.a, Slotted.b], [Slotted()] * 3,
+                                     [objs[:3], objs[3:6]]),
+             lambda: k["fill_lists"]([[], []], [2, 3], objs[:5]),
              lambda: k["split"](objs + [1, "a"], frozenset({int})),
              lambda: k["look_up_ids"](memo, objs),
              lambda: k["differences"](list(table.values()), tail),
@@ -163,7 +166,8 @@ def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
              lambda: k["merge_mixed"](b"\x00\x01" * 20, objs[:20], objs[20:40])]
     bad = [lambda: k["resolve_refs"]([1] * 40 + [99], objs),
            lambda: k["resolve_refs"]([1, "x"], objs),
-           lambda: k["merge_mixed"](b"\x00\x02", objs[:1], objs[1:2])]
+           lambda: k["merge_mixed"](b"\x00\x02", objs[:1], objs[1:2]),
+           lambda: k["fill_slots"]([Slotted.a], [Slotted()], [objs[:2]])]
     def once():
         for call in calls:
             call()
@@ -190,6 +194,38 @@ def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
         tracemalloc.stop()
     # a leak of one object per call would be 2,700 objects a round of 300
     assert grown < 2_000, f"{grown} more bytes traced after 300 more rounds"
+
+
+class Slotted:
+    __slots__ = ("a", "b")
+
+
+def test_fill_slots_sets_every_object_from_its_column(k):
+    objs = [Slotted(), Slotted()]
+    k["fill_slots"]([Slotted.a, Slotted.b], objs, [[1, 2], ("x", "y")])
+    assert [(o.a, o.b) for o in objs] == [(1, "x"), (2, "y")]
+    k["fill_slots"]([], objs, [])
+
+
+@pytest.mark.parametrize("descriptors, columns, error", [
+    ([Slotted.a], [[1]], ValueError),                     # a column too short
+    ([Slotted.a], [[1, 2], [3, 4]], ValueError),          # a column too many
+    ([property(lambda s: 1)], [[1, 2]], TypeError),       # not a slot
+    ([Node.__init__], [[1, 2]], TypeError)])
+def test_fill_slots_refuses_what_is_not_one_slot_per_column(k, descriptors, columns, error):
+    with pytest.raises(error):
+        k["fill_slots"](descriptors, [Slotted(), Slotted()], columns)
+
+
+def test_fill_slots_refuses_an_object_of_another_class(k):
+    with pytest.raises(TypeError):
+        k["fill_slots"]([Slotted.a], [Node()], [[1]])
+
+
+def test_fill_lists_extends_each_list_by_its_run(k):
+    lists = [[], [], []]
+    k["fill_lists"](lists, [2, 0, 1], ["a", "b", "c"])
+    assert lists == [["a", "b"], [], ["c"]]
 
 
 # -- the two implementations, compared on generated inputs ---------------------------------
@@ -274,6 +310,26 @@ def test_load_loops_agree_on_forged_references(diffs, n):
 def test_load_loops_agree_on_forged_masks(mask, n_inline, n_refs):
     args = (mask, [f"i{j}" for j in range(n_inline)], [f"r{j}" for j in range(n_refs)])
     assert outcome(kernels.PURE["merge_mixed"], *args) == outcome(_speedups.merge_mixed, *args)
+
+
+@needs_c
+@settings(max_examples=FUZZ or 300, **SETTINGS)
+@given(st.lists(st.integers(-2, 4), max_size=8), st.integers(0, 12),
+       st.sampled_from([0, 1, 2**63, 2**64, True]))
+def test_fill_lists_checks_the_lengths_it_is_given(lengths, n_items, odd):
+    """The C never reads past the items, whatever the lengths: it fills only when they
+    are ints >= 0 (bools count, as in Python) adding up to the items, and then as the
+    Python does; the loader's check_lengths is stricter still (no bools)."""
+    lengths = [*lengths, odd] if odd else lengths
+    items = [f"i{j}" for j in range(n_items)]
+    if not (all(isinstance(m, int) and m >= 0 for m in lengths) and sum(lengths) == n_items):
+        with pytest.raises(ValueError):
+            _speedups.fill_lists([[] for _ in lengths], lengths, items)
+        return
+    c, py = [[] for _ in lengths], [[] for _ in lengths]
+    _speedups.fill_lists(c, lengths, items)
+    kernels.PURE["fill_lists"](py, lengths, items)
+    assert c == py
 
 
 @needs_c
@@ -380,3 +436,32 @@ def test_python_loops_blocks_may_overlap_and_the_import_choice_comes_back():
     assert kernels.look_up is kernels.PURE["look_up"]
     second.__exit__(None, None, None)
     assert all(getattr(kernels, name) is fn for name, fn in kernels.CHOSEN.items())
+
+
+@needs_c
+def test_a_del_run_by_a_slot_set_cannot_pull_a_column_from_under_the_c_loop():
+    """Setting a slot frees what it held, which may run __del__, which may empty the
+    column being read: the C reads only within the column as it is now."""
+    code = """
+        from autosave import _speedups
+
+        class S:
+            __slots__ = ("a",)
+
+        column = []
+
+        class Shrinker:
+            def __del__(self):
+                column.clear()
+
+        objs = [S() for _ in range(100)]
+        objs[0].a = Shrinker()            # replaced first, then freed
+        column += range(100)
+        try:
+            _speedups.fill_slots([S.a], objs, [column])
+        except ValueError as e:
+            print("refused", e)
+        """
+    done = run(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("refused")
