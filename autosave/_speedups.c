@@ -233,6 +233,247 @@ fail:
     return NULL;
 }
 
+/* k new lists of n items each (NULL items: filled by the caller before any escapes). */
+static PyObject *
+new_columns(Py_ssize_t k, Py_ssize_t n)
+{
+    PyObject *out = PyList_New(k);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *column = PyList_New(n);
+        if (column == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, j, column);
+    }
+    return out;
+}
+
+/* Put None in the slots new_columns left empty, so a half-filled result can be freed. */
+static void
+plug_columns(PyObject *columns)
+{
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(columns); j++) {
+        PyObject *column = PyList_GET_ITEM(columns, j);
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(column); i++)
+            if (PyList_GET_ITEM(column, i) == NULL)
+                PyList_SET_ITEM(column, i, Py_NewRef(Py_None));
+    }
+}
+
+/* slot_columns(descriptors, objs, absent) -> one list per descriptor (a slot's member
+ * descriptor) of its value in each object, absent where the slot is unset. One pass
+ * over the objects; member descriptors run no Python. */
+static PyObject *
+slot_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "slot_columns(descriptors, objs, absent)");
+        return NULL;
+    }
+    PyObject *descriptors = NULL, *objs = NULL, *out = NULL, *absent = args[2];
+    if ((descriptors = as_tuple(args[0])) == NULL || (objs = as_tuple(args[1])) == NULL)
+        goto fail;
+    Py_ssize_t k = PyTuple_GET_SIZE(descriptors), n = PyTuple_GET_SIZE(objs);
+    for (Py_ssize_t j = 0; j < k; j++)
+        if (!Py_IS_TYPE(PyTuple_GET_ITEM(descriptors, j), &PyMemberDescr_Type)) {
+            PyErr_SetString(PyExc_TypeError, "slot_columns reads slots: member descriptors");
+            goto fail;
+        }
+    if ((out = new_columns(k, n)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *obj = PyTuple_GET_ITEM(objs, i);
+        for (Py_ssize_t j = 0; j < k; j++) {
+            PyObject *descr = PyTuple_GET_ITEM(descriptors, j);
+            PyObject *value = Py_TYPE(descr)->tp_descr_get(descr, obj, (PyObject *)Py_TYPE(obj));
+            if (value == NULL) {
+                if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                    plug_columns(out);
+                    goto fail;
+                }
+                PyErr_Clear();                      /* an unset slot */
+                value = Py_NewRef(absent);
+            }
+            PyList_SET_ITEM(PyList_GET_ITEM(out, j), i, value);
+        }
+    }
+    Py_DECREF(descriptors);
+    Py_DECREF(objs);
+    return out;
+fail:
+    Py_XDECREF(descriptors);
+    Py_XDECREF(objs);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* Whether dict d's keys are shape's, in order: by identity or as equal exact strs
+ * (attribute names are interned, so identity is the rule), running no Python. */
+static int
+keys_are_fast(PyObject *d, PyObject *shape)
+{
+    Py_ssize_t pos = 0, j = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(d, &pos, &key, &value)) {
+        PyObject *expected = PyTuple_GET_ITEM(shape, j++);
+        if (key != expected && !(PyUnicode_CheckExact(key) && PyUnicode_CheckExact(expected)
+                                 && PyUnicode_Compare(key, expected) == 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* dict_columns(objs, shape) -> one list per key of shape, of each object's value for
+ * it. ValueError unless each object's __dict__ holds just those keys (they changed
+ * during the save). */
+static PyObject *
+dict_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "dict_columns(objs, shape: tuple)");
+        return NULL;
+    }
+    PyObject *shape = args[1], *out = NULL, *d = NULL;
+    PyObject *objs = as_tuple(args[0]);
+    if (objs == NULL)
+        return NULL;
+    Py_ssize_t k = PyTuple_GET_SIZE(shape), n = PyTuple_GET_SIZE(objs);
+    if ((out = new_columns(k, n)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        d = PyObject_GetAttrString(PyTuple_GET_ITEM(objs, i), "__dict__");
+        if (d == NULL)
+            goto plug;
+        if (!PyDict_Check(d) || PyDict_GET_SIZE(d) != k)
+            goto changed;
+        if (!keys_are_fast(d, shape)) {
+            /* The same keys in another order, or equal ones that are other objects:
+             * each looked up, as the Python does (a key's __eq__ may run Python, so
+             * each value is held as soon as it is found). */
+            for (Py_ssize_t j = 0; j < k; j++) {
+                PyObject *value = PyDict_GetItemWithError(d, PyTuple_GET_ITEM(shape, j));
+                if (value == NULL) {
+                    if (PyErr_Occurred())
+                        goto plug;
+                    goto changed;
+                }
+                PyList_SET_ITEM(PyList_GET_ITEM(out, j), i, Py_NewRef(value));
+            }
+            Py_CLEAR(d);
+            continue;
+        }
+        Py_ssize_t pos = 0, j = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(d, &pos, &key, &value))
+            PyList_SET_ITEM(PyList_GET_ITEM(out, j++), i, Py_NewRef(value));
+        Py_CLEAR(d);
+    }
+    Py_DECREF(objs);
+    return out;
+changed:
+    PyErr_SetString(PyExc_ValueError, "an object's attributes changed during the save");
+plug:
+    Py_XDECREF(d);
+    plug_columns(out);
+fail:
+    Py_DECREF(objs);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* list_columns(lists) -> [lengths, items]: each list's (or tuple's) length, and all
+ * their items one after the other. */
+static PyObject *
+list_columns(PyObject *module, PyObject *lists)
+{
+    PyObject *items = as_tuple(lists), *lengths = NULL, *all = NULL;
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items), total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *seq = PyTuple_GET_ITEM(items, i);
+        if (!PyList_Check(seq) && !PyTuple_Check(seq)) {
+            PyErr_SetString(PyExc_TypeError, "list_columns reads lists and tuples");
+            goto fail;
+        }
+        total += Py_SIZE(seq);
+    }
+    if ((lengths = PyList_New(n)) == NULL || (all = PyList_New(total)) == NULL)
+        goto fail;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {      /* nothing here runs Python: sizes hold */
+        PyObject *seq = PyTuple_GET_ITEM(items, i);
+        Py_ssize_t m = Py_SIZE(seq);
+        PyObject **from = PySequence_Fast_ITEMS(seq);
+        PyObject *length = PyLong_FromSsize_t(m);
+        if (length == NULL) {
+            for (Py_ssize_t j = at; j < total; j++)
+                PyList_SET_ITEM(all, j, Py_NewRef(Py_None));
+            for (Py_ssize_t j = i; j < n; j++)
+                PyList_SET_ITEM(lengths, j, Py_NewRef(Py_None));
+            goto fail;
+        }
+        PyList_SET_ITEM(lengths, i, length);
+        for (Py_ssize_t j = 0; j < m; j++)
+            PyList_SET_ITEM(all, at++, Py_NewRef(from[j]));
+    }
+    Py_DECREF(items);
+    return Py_BuildValue("[NN]", lengths, all);
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(lengths);
+    Py_XDECREF(all);
+    return NULL;
+}
+
+/* fill_missing(table, keys, cells) -> [table[key] for key in keys], where cells is an
+ * earlier lookup of the keys in table: a cell not None is taken as it is. KeyError
+ * for a key the table does not hold. */
+static PyObject *
+fill_missing(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "fill_missing(table: dict, keys, cells)");
+        return NULL;
+    }
+    PyObject *table = args[0], *keys = NULL, *cells = NULL, *out = NULL;
+    if ((keys = as_tuple(args[1])) == NULL || (cells = as_tuple(args[2])) == NULL)
+        goto fail;
+    Py_ssize_t n = PyTuple_GET_SIZE(keys);
+    if (PyTuple_GET_SIZE(cells) != n) {
+        PyErr_SetString(PyExc_ValueError, "one cell per key");
+        goto fail;
+    }
+    if ((out = PyList_New(n)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *cell = PyTuple_GET_ITEM(cells, i);
+        if (cell == Py_None) {
+            PyObject *key = PyTuple_GET_ITEM(keys, i);
+            cell = PyDict_GetItemWithError(table, key);
+            if (cell == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetObject(PyExc_KeyError, key);
+                for (Py_ssize_t j = i; j < n; j++)
+                    PyList_SET_ITEM(out, j, Py_NewRef(Py_None));
+                goto fail;
+            }
+        }
+        PyList_SET_ITEM(out, i, Py_NewRef(cell));
+    }
+    Py_DECREF(keys);
+    Py_DECREF(cells);
+    return out;
+fail:
+    Py_XDECREF(keys);
+    Py_XDECREF(cells);
+    Py_XDECREF(out);
+    return NULL;
+}
+
 /* Append key's object to missing unless seen holds key already. */
 static int
 note_missing(PyObject *seen, PyObject *missing, PyObject *key, PyObject *obj)
@@ -619,6 +860,13 @@ fill_lists(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef methods[] = {
     {"kinds", kinds, METH_O, "The set of the types of a column's items."},
     {"first_kinds", first_kinds, METH_O, "The distinct types of the items, in order."},
+    {"list_columns", list_columns, METH_O, "[lengths, items] of lists."},
+    {"fill_missing", (PyCFunction)(void (*)(void))fill_missing, METH_FASTCALL,
+     "table[key] of each key, reusing the cells an earlier lookup found."},
+    {"slot_columns", (PyCFunction)(void (*)(void))slot_columns, METH_FASTCALL,
+     "One list per slot of its value in each object."},
+    {"dict_columns", (PyCFunction)(void (*)(void))dict_columns, METH_FASTCALL,
+     "One list per key of the shape of each object's value for it."},
     {"shapes", shapes, METH_O, "(distinct, which): the key tuples of the objects' __dict__s."},
     {"split", (PyCFunction)(void (*)(void))split, METH_FASTCALL,
      "(mask, inline, refs) of a column: its items of inline types and the others."},

@@ -5,7 +5,7 @@ keyed by inline values and tuples of inline values and such objects are not writ
 record each: each type has one *batch*, and each of its fields one *column* holding
 that field of every object of the batch, in order (lists, tuples and dicts: their
 lengths, then their items, or keys and values, one after the other). Columns are read
-off the objects at C speed (``attrgetter``, ``zip``, ``chain``); what a column refers to
+off the objects at C speed (``kernels``: slot descriptors, ``__dict__`` values); what a column refers to
 is found in bulk (``map(memo.get, map(id, ...))``); only objects met for the first time
 cost a step each. An object of a batch needs no record before the ones referring to it:
 a load allocates every batch object first, so nothing refers to one "too early".
@@ -18,9 +18,11 @@ size is known, ``Batches.number`` maps serials to indices (``tail[-serial]``), a
 references held by columns and records are written as indices.
 """
 
+import inspect
 from bisect import bisect_right
 from itertools import chain, compress, repeat
-from operator import attrgetter, is_, not_
+from operator import is_, not_
+from types import MemberDescriptorType
 
 from . import kernels
 from .format import ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES
@@ -88,7 +90,7 @@ class Batches:
         if kind == "slots":
             slots = schema.saved_slots
             batch = Batch(walker.index_of((cls, slots), schema.name, schema.version, slots),
-                          len(slots), _slot_columns(slots, self))
+                          len(slots), _slot_columns(cls, slots))
             self.all.append(batch)
             return batch
         if kind == "dict":
@@ -99,7 +101,7 @@ class Batches:
                 if batch is None:
                     batch = shapes[shape] = Batch(
                         walker.index_of((cls, shape), schema.name, schema.version, shape),
-                        len(shape), _dict_columns(len(shape)))
+                        len(shape), _dict_columns(shape))
                     self.all.append(batch)
                 return batch
             return shaped
@@ -287,7 +289,7 @@ class Batches:
             if not new:
                 return cells
             self.meet(new)
-            return list(map(self.by_object.get, objs))
+            return kernels.fill_missing(self.by_object, objs, cells)
         memo = self.memo
         ids, cells, new = kernels.look_up_ids(memo, objs)
         if new:
@@ -299,7 +301,7 @@ class Batches:
                 self.meet(new)
                 if keyed:
                     self.remember(objs)
-                cells = list(map(memo.__getitem__, ids))
+                cells = kernels.fill_missing(memo, ids, cells)
         # met before but only mentioned ([None]): the walk visits them
         return cells
 
@@ -402,20 +404,13 @@ class Batches:
 
 
 
-def _slot_columns(slots, batches):
-    if not slots:
-        return lambda objs: ()
-    get = attrgetter(*slots)
-    one = len(slots) == 1
-
-    def columns(objs):
-        try:
-            rows = list(map(get, objs))
-        except AttributeError:           # an unset slot: ABSENT in its place
-            rows = [tuple(_slot_or_absent(obj, name) for name in slots) for obj in objs]
-            return list(zip(*rows)) if not one else [[r[0] for r in rows]]
-        return [rows] if one else list(zip(*rows))
-    return columns
+def _slot_columns(cls, slots):
+    """objs -> a column per slot. A slot the class shadows (a property, say) is read as
+    getattr reads it, object by object; a plain slot's member descriptor, in bulk."""
+    descriptors = [inspect.getattr_static(cls, name) for name in slots]
+    if all(type(d) is MemberDescriptorType for d in descriptors):
+        return lambda objs: kernels.slot_columns(descriptors, objs, ABSENT)
+    return lambda objs: [[_slot_or_absent(obj, name) for obj in objs] for name in slots]
 
 
 def _slot_or_absent(obj, name):
@@ -425,18 +420,13 @@ def _slot_or_absent(obj, name):
         return ABSENT
 
 
-def _dict_columns(nfields):
-    if not nfields:
-        return lambda objs: ()
-
-    def columns(objs):
-        # strict: an object whose attributes changed during the walk is an error
-        return list(zip(*map(dict.values, map(vars, objs)), strict=True))
-    return columns
+def _dict_columns(shape):
+    # an object whose attributes changed during the walk is an error (kernels)
+    return lambda objs: kernels.dict_columns(objs, shape)
 
 
 def _list_columns(objs):
-    return [list(map(len, objs)), list(chain.from_iterable(objs))]
+    return kernels.list_columns(objs)
 
 
 def _dict_entry_columns(dicts):

@@ -39,6 +39,36 @@ def shapes(objs):
     return distinct, list(map({k: i for i, k in enumerate(distinct)}.__getitem__, keys))
 
 
+def slot_columns(descriptors, objs, absent):
+    """One list per descriptor (a slot's member descriptor) of its value in each
+    object, ``absent`` where the slot is unset."""
+    if not all(map(MemberDescriptorType.__instancecheck__, descriptors)):
+        raise TypeError("slot_columns reads slots: member descriptors")
+    try:
+        return [list(map(d.__get__, objs)) for d in descriptors]
+    except AttributeError:
+        return [[_slot_or(d, obj, absent) for obj in objs] for d in descriptors]
+
+
+def _slot_or(descriptor, obj, absent):
+    try:
+        return descriptor.__get__(obj)
+    except AttributeError:
+        return absent
+
+
+def dict_columns(objs, shape):
+    """One list per key of ``shape``, of each object's value for it. ValueError unless
+    each object's ``__dict__`` holds just those keys (they changed during the save)."""
+    dicts = list(map(vars, objs))
+    if dicts and set(map(len, dicts)) != {len(shape)}:
+        raise ValueError("an object's attributes changed during the save")
+    try:
+        return [list(map(itemgetter(key), dicts)) for key in shape]
+    except KeyError:
+        raise ValueError("an object's attributes changed during the save") from None
+
+
 def split(column, inline_types):
     """(mask, inline, refs): a mask byte 0 for each item whose type is in
     ``inline_types`` and 1 for any other, then the items of each kind, in order."""
@@ -65,6 +95,19 @@ def look_up_ids(memo, objs):
         return ids, cells, []
     new = list(map(is_, cells, repeat(None)))
     return ids, cells, list(dict(zip(compress(ids, new), compress(objs, new))).values())
+
+
+def fill_missing(table, keys, cells):
+    """``[table[key] for key in keys]``: ``cells`` is an earlier lookup of the keys in
+    table, whose cells (not None) the C takes as they are. KeyError for a key the table
+    does not hold."""
+    return list(map(table.__getitem__, keys))
+
+
+def list_columns(lists):
+    """[lengths, items]: each list's (or tuple's) length, and all their items one after
+    the other."""
+    return [list(map(len, lists)), list(chain.from_iterable(lists))]
 
 
 def differences(cells, tail):
@@ -128,8 +171,9 @@ def fill_lists(lists, lengths, items):
 
 
 PURE = {name: globals()[name] for name in (
-    "kinds", "first_kinds", "shapes", "split", "look_up", "look_up_ids", "differences",
-    "resolve_refs", "merge_mixed", "fill_slots", "fill_lists")}
+    "kinds", "first_kinds", "shapes", "slot_columns", "dict_columns", "split", "look_up",
+    "look_up_ids", "fill_missing", "list_columns", "differences", "resolve_refs",
+    "merge_mixed", "fill_slots", "fill_lists")}
 
 try:
     if os.environ.get("AUTOSAVE_PUREPYTHON"):

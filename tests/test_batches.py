@@ -344,3 +344,34 @@ def test_on_a_cycle_of_constructors_code_sees_objects_without_what_is_not_built(
     else:
         assert vars(table2) == {"x": 1, "a": needs2}
     assert autosave.dumps(back) == data
+
+
+class Armour:
+    __slots__ = ("rating", "worn")
+
+
+class Enchanted(Armour):
+    """Shadows a slot of its base with a property: the column is what getattr reads."""
+    __slots__ = ()
+
+    @property
+    def rating(self):
+        return Armour.rating.__get__(self) * 10
+
+    @rating.setter
+    def rating(self, value):
+        Armour.rating.__set__(self, value // 10)
+
+
+def test_a_slot_shadowed_by_a_property_is_saved_as_getattr_reads_it():
+    pieces = [Enchanted() for _ in range(3)]
+    for i, piece in enumerate(pieces):
+        piece.rating = 10 * i
+        if i:
+            piece.worn = pieces[i - 1]
+    types, _, _, batches = body(autosave.dumps(pieces))
+    [batch] = [b for b in batches if types[b[0]][0].endswith("Enchanted")]
+    assert batch[2] == [0, [0, 10, 20]]                      # the property's values
+    back = autosave.loads(autosave.dumps(pieces))
+    assert [p.rating for p in back] == [0, 10, 20]
+    assert not hasattr(back[0], "worn") and back[2].worn is back[1]

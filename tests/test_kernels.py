@@ -110,6 +110,18 @@ def test_look_up_ids_keys_by_identity_even_for_equal_objects(k):
     assert len(missing) == 1 and missing[0] is y
 
 
+def test_fill_missing_looks_up_what_the_first_lookup_missed(k):
+    table = {"a": 1, "b": 2, "c": 3}
+    assert k["fill_missing"](table, ["a", "c", "b"], [1, None, None]) == [1, 3, 2]
+    with pytest.raises(KeyError):
+        k["fill_missing"](table, ["a", "z"], [1, None])
+
+
+def test_list_columns_are_the_lengths_then_the_items(k):
+    assert k["list_columns"]([[1, 2], [], (3,), ["x"]]) == [[2, 0, 1, 1], [1, 2, 3, "x"]]
+    assert k["list_columns"]([]) == [[], []]
+
+
 def test_differences_map_serials_through_the_tail(k):
     tail = [30, 20, 10]                 # tail[-1] = 10, tail[-3] = 30
     assert k["differences"]([(-1,), (-3,), (-2,)], tail) == [10, 20, -10]
@@ -153,12 +165,22 @@ def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
     table = {o: (-i,) for i, o in enumerate(objs[:25])}
     memo = {id(o): (-i,) for i, o in enumerate(objs[:25])}
     tail = list(range(100))
+    filled = [Slotted() for _ in range(10)]
+    for i, o in enumerate(filled):
+        o.a = i
+    shaped = [Node() for _ in range(10)]
+    for o in shaped:
+        o.p, o.q = [], "x"
     calls = [lambda: k["kinds"](objs), lambda: k["look_up"](table, objs),
              lambda: k["first_kinds"](objs + [1, "a"]),
              lambda: k["shapes"](objs),
              lambda: k["fill_slots"]([Slotted.a, Slotted.b], [Slotted()] * 3,
                                      [objs[:3], objs[3:6]]),
              lambda: k["fill_lists"]([[], []], [2, 3], objs[:5]),
+             lambda: k["slot_columns"]([Slotted.a, Slotted.b], filled, None),
+             lambda: k["list_columns"]([objs[:3], (), tuple(objs[3:9])]),
+             lambda: k["fill_missing"](table, objs[:25], [None] * 25),
+             lambda: k["dict_columns"](shaped, ("p", "q")),
              lambda: k["split"](objs + [1, "a"], frozenset({int})),
              lambda: k["look_up_ids"](memo, objs),
              lambda: k["differences"](list(table.values()), tail),
@@ -167,14 +189,16 @@ def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
     bad = [lambda: k["resolve_refs"]([1] * 40 + [99], objs),
            lambda: k["resolve_refs"]([1, "x"], objs),
            lambda: k["merge_mixed"](b"\x00\x02", objs[:1], objs[1:2]),
-           lambda: k["fill_slots"]([Slotted.a], [Slotted()], [objs[:2]])]
+           lambda: k["fill_slots"]([Slotted.a], [Slotted()], [objs[:2]]),
+           lambda: k["dict_columns"](shaped, ("p", "r")),
+           lambda: k["fill_missing"](table, objs[20:30], [None] * 10)]
     def once():
         for call in calls:
             call()
         for call in bad:
             try:
                 call()
-            except (IndexError, TypeError, ValueError):
+            except (IndexError, KeyError, TypeError, ValueError):
                 pass
             else:
                 raise AssertionError("a bad input was taken")
@@ -222,6 +246,42 @@ def test_fill_slots_refuses_an_object_of_another_class(k):
         k["fill_slots"]([Slotted.a], [Node()], [[1]])
 
 
+def test_slot_columns_read_every_slot_unset_ones_as_absent(k):
+    objs = [Slotted(), Slotted(), Slotted()]
+    objs[0].a, objs[0].b, objs[1].b, objs[2].a = 1, 2, 3, 4
+    columns = k["slot_columns"]([Slotted.a, Slotted.b], objs, "ABSENT")
+    assert list(map(list, columns)) == [[1, "ABSENT", 4], [2, 3, "ABSENT"]]
+    assert k["slot_columns"]([], objs, None) == []
+    assert list(map(list, k["slot_columns"]([Slotted.a], [], None))) == [[]]
+
+
+def test_slot_columns_refuse_what_is_not_a_slot(k):
+    with pytest.raises(TypeError):
+        k["slot_columns"]([property(lambda s: 1)], [Slotted()], None)
+
+
+def test_dict_columns_read_each_key_of_the_shape(k):
+    a, b = Node(), Node()
+    a.x, a.y = 1, 2
+    b.x, b.y = 3, 4
+    assert list(map(list, k["dict_columns"]([a, b], ("x", "y")))) == [[1, 3], [2, 4]]
+    c = Node()
+    c.y, c.x = 5, 6                      # the same keys in another order: read by key
+    assert list(map(list, k["dict_columns"]([a, c], ("x", "y")))) == [[1, 6], [2, 5]]
+    d = Node()
+    d.__dict__[fresh("x")], d.y = 7, 8  # an equal key that is another object
+    assert list(map(list, k["dict_columns"]([d], ("x", "y")))) == [[7], [8]]
+
+
+@pytest.mark.parametrize("attrs", [{"x": 1}, {"x": 1, "y": 2, "z": 3}, {"x": 1, "z": 2}])
+def test_dict_columns_refuse_attributes_changed_since_the_shape(k, attrs):
+    a, b = Node(), Node()
+    a.x, a.y = 1, 2
+    b.__dict__.update(attrs)
+    with pytest.raises(ValueError):
+        k["dict_columns"]([a, b], ("x", "y"))
+
+
 def test_fill_lists_extends_each_list_by_its_run(k):
     lists = [[], [], []]
     k["fill_lists"](lists, [2, 0, 1], ["a", "b", "c"])
@@ -262,6 +322,12 @@ def test_save_loops_agree(column, known):
     memo = {id(POOL[i]): [i] for i in known}
     py, c = kernels.PURE["look_up_ids"](memo, column), _speedups.look_up_ids(memo, column)
     assert py[:2] == c[:2] and list(map(id, py[2])) == list(map(id, c[2]))
+    for obj in column:                  # what meeting the missing ones does
+        memo.setdefault(id(obj), [0])
+    assert kernels.PURE["fill_missing"](memo, py[0], py[1]) == \
+        _speedups.fill_missing(memo, c[0], c[1])
+    lists = [column[:i] for i in range(0, len(column), 3)] + [tuple(column)]
+    assert kernels.PURE["list_columns"](lists) == _speedups.list_columns(lists)
 
 
 cells = st.one_of(st.integers(1, 12).map(lambda s: (-s,)), st.integers(0, 50).map(lambda i: [i]))
@@ -280,6 +346,32 @@ def test_shapes_agree(key_lists):
             obj.__dict__[fresh(key) if made and type(key) is str else key] = None
         objs.append(obj)
     assert kernels.PURE["shapes"](objs) == _speedups.shapes(objs)
+
+
+@needs_c
+@settings(max_examples=FUZZ or 200, **SETTINGS)
+@given(st.lists(st.tuples(st.one_of(st.none(), inline), st.one_of(st.none(), inline),
+                          st.booleans()), max_size=20))
+def test_column_reads_agree(rows):
+    """Slots set or unset, and __dict__s of one shape, some in another key order."""
+    slotted, dicts = [], []
+    for a, b, swapped in rows:
+        obj = Slotted()
+        if a is not None:
+            obj.a = a
+        if b is not None:
+            obj.b = b
+        slotted.append(obj)
+        plain = Node()
+        for key, value in (("q", b), ("p", a)) if swapped else (("p", a), ("q", b)):
+            setattr(plain, key, value)
+        dicts.append(plain)
+    descriptors = [Slotted.a, Slotted.b]
+    as_lists = lambda columns: list(map(list, columns))
+    assert as_lists(kernels.PURE["slot_columns"](descriptors, slotted, "A")) == \
+        as_lists(_speedups.slot_columns(descriptors, slotted, "A"))
+    assert as_lists(kernels.PURE["dict_columns"](dicts, ("p", "q"))) == \
+        as_lists(_speedups.dict_columns(dicts, ("p", "q")))
 
 
 @needs_c
