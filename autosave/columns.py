@@ -5,9 +5,9 @@ keyed by inline values and tuples of inline values and such objects are not writ
 record each: each type has one *batch*, and each of its fields one *column* holding
 that field of every object of the batch, in order (lists, tuples and dicts: their
 lengths, then their items, or keys and values, one after the other). Columns are read
-off the objects at C speed (``kernels``: slot descriptors, ``__dict__`` values); what a column refers to
-is found in bulk (``map(memo.get, map(id, ...))``); only objects met for the first time
-cost a step each. An object of a batch needs no record before the ones referring to it:
+off the objects, and what a column refers to is looked up, one pass each (``kernels``,
+in C where the extension was built); only objects met for the first time cost a step
+each. An object of a batch needs no record before the ones referring to it:
 a load allocates every batch object first, so nothing refers to one "too early".
 
 The walk (``walk.Walker``) meets batch objects in records and in columns; each is

@@ -12,7 +12,7 @@ import os
 import threading
 from collections import deque
 from itertools import accumulate, chain, compress, islice, repeat
-from operator import is_, itemgetter, not_, sub
+from operator import attrgetter, is_, itemgetter, not_, sub
 from types import MemberDescriptorType
 
 _first = itemgetter(0)
@@ -32,10 +32,10 @@ def shapes(objs):
     """(distinct, which): the distinct tuples of the keys of the objs' ``__dict__``s,
     in the order first met, and the position in distinct of each obj's (None when
     there is one)."""
-    keys = list(map(tuple, map(dict.keys, map(vars, objs))))
-    distinct = list(dict.fromkeys(keys))
-    if len(distinct) < 2:
+    distinct = list(dict.fromkeys(map(tuple, map(dict.keys, map(vars, objs)))))
+    if len(distinct) < 2:                # the common case: no list of every object's
         return distinct, None
+    keys = map(tuple, map(dict.keys, map(vars, objs)))
     return distinct, list(map({k: i for i, k in enumerate(distinct)}.__getitem__, keys))
 
 
@@ -44,10 +44,16 @@ def slot_columns(descriptors, objs, absent):
     object, ``absent`` where the slot is unset."""
     if not all(map(MemberDescriptorType.__instancecheck__, descriptors)):
         raise TypeError("slot_columns reads slots: member descriptors")
+    if not descriptors or not objs:
+        return [[] for _ in descriptors]
+    # A row per object, turned over: in Python, attrgetter reads every slot of an
+    # object in one call, cheaper than a call per slot (a descriptor's __get__).
+    get = attrgetter(*[d.__name__ for d in descriptors])
     try:
-        return [list(map(d.__get__, objs)) for d in descriptors]
+        rows = list(map(get, objs))
     except AttributeError:
         return [[_slot_or(d, obj, absent) for obj in objs] for d in descriptors]
+    return [rows] if len(descriptors) == 1 else list(zip(*rows))
 
 
 def _slot_or(descriptor, obj, absent):
