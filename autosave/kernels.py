@@ -1,9 +1,10 @@
 """The engine's per-reference loops, in Python, and in C when it was built.
 
 Each function is a pass over a column (a save's references, a load's index
-differences). The Python here is the definition; ``autosave/_speedups.c`` does the same
-in one pass where Python makes several, and is chosen once, below, when the extension
-was built and ``AUTOSAVE_PUREPYTHON`` is not set, as ``pickle`` picks ``_pickle``.
+differences). The Python here is the definition; the extension ``autosave._speedups``
+(built from ``csrc/``) does the same in one pass where Python makes several, and is
+chosen once, below, when it was built and ``AUTOSAVE_PUREPYTHON`` is not set, as
+``pickle`` picks ``_pickle``.
 Both give the same results and raise the same exception classes: the contract, and
 how the tests hold both to it, are in docs/speedups.md.
 """
@@ -189,7 +190,7 @@ except ImportError:
     _speedups = None
 else:
     _stale = sorted(name for name in PURE if not hasattr(_speedups, name))
-    if _stale:       # built from an older _speedups.c: a checkout edited, not reinstalled
+    if _stale:       # built from older csrc/: a checkout edited, not reinstalled
         raise ImportError(f"{_speedups.__file__} lacks {', '.join(_stale)}: it was built "
                           f"from an older autosave; reinstall autosave (pip install -e .) "
                           f"or set AUTOSAVE_PUREPYTHON=1")

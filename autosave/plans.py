@@ -5,9 +5,9 @@ batch objects.
 """
 
 import sys
-from types import MemberDescriptorType
 from collections import deque
 from itertools import islice
+from types import MemberDescriptorType
 
 from .adapters import ADAPTERS_BY_NAME
 from .adapters.callables import apply_default_state

@@ -147,3 +147,9 @@ def test_no_module_outgrows_one_concern(name):
     path, _ = modules()[name]
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines; split it by concern"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "csrc").glob("*.[ch]")), ids=lambda p: p.name)
+def test_no_c_source_outgrows_one_concern(path):
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines; split it by concern"

@@ -1,0 +1,207 @@
+/* A load resolves a column's references (read from a file: every index checked before
+ * it is used) and fills batch objects: slots through their member descriptors, lists
+ * by their runs of items (every length checked before any list is extended). */
+#include "speedups.h"
+
+/* resolve_refs(differences, objs) -> (indices, refs): the running sums of the
+ * differences and objs[i] of each. TypeError if a difference is not an int (bools
+ * count, as in Python); else IndexError if an index falls outside objs. */
+PyObject *
+autosave_resolve_refs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_Check(args[0]) || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "resolve_refs(differences: list, objs: list)");
+        return NULL;
+    }
+    PyObject *diffs = args[0], *objs = args[1], *indices = NULL, *refs = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(diffs);
+    for (Py_ssize_t i = 0; i < n; i++)      /* type errors first, as the Python does */
+        if (!PyLong_Check(PyList_GET_ITEM(diffs, i))) {
+            PyErr_SetString(PyExc_TypeError, "a reference difference is not an int");
+            return NULL;
+        }
+    if ((indices = PyList_New(n)) == NULL || (refs = PyList_New(n)) == NULL)
+        goto fail;
+    long long index = 0;
+    Py_ssize_t size = PyList_GET_SIZE(objs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int overflow;
+        long long d = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(diffs, i), &overflow);
+        if (d == -1 && PyErr_Occurred())
+            goto fail;
+        /* an index of any size outside [0, size) is refused, so overflow is one too */
+        if (overflow || __builtin_add_overflow(index, d, &index) || index < 0
+                || index >= (long long)size) {
+            PyErr_SetString(PyExc_IndexError, "a reference outside the objects");
+            goto fail;
+        }
+        PyObject *key = PyLong_FromLongLong(index);
+        if (key == NULL)
+            goto fail;
+        PyList_SET_ITEM(indices, i, key);
+        PyObject *obj = PyList_GET_ITEM(objs, (Py_ssize_t)index);
+        Py_INCREF(obj);
+        PyList_SET_ITEM(refs, i, obj);
+    }
+    return Py_BuildValue("(NN)", indices, refs);
+fail:
+    Py_XDECREF(indices);
+    Py_XDECREF(refs);
+    return NULL;
+}
+
+/* merge_mixed(mask, inline, refs) -> the values in order: for each mask byte, the next
+ * inline value (0) or the next reference (1). ValueError if the mask does not match. */
+PyObject *
+autosave_merge_mixed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyBytes_Check(args[0]) || !PyList_Check(args[1])
+            || !PyList_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "merge_mixed(mask: bytes, inline: list, refs: list)");
+        return NULL;
+    }
+    const unsigned char *mask = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    PyObject *sides[2] = {args[1], args[2]};
+    Py_ssize_t taken[2] = {0, 0};
+    Py_ssize_t ones = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (mask[i] > 1) {
+            PyErr_SetString(PyExc_ValueError, "a mask byte is 0 or 1");
+            return NULL;
+        }
+        ones += mask[i];
+    }
+    if (ones != PyList_GET_SIZE(args[2]) || n - ones != PyList_GET_SIZE(args[1])) {
+        PyErr_SetString(PyExc_ValueError, "the mask does not match the values");
+        return NULL;
+    }
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(sides[mask[i]], taken[mask[i]]++);
+        Py_INCREF(v);
+        PyList_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
+/* fill_slots(descriptors, objs, columns): descriptors[j].__set__(objs[i], columns[j][i])
+ * for every object and column. Each descriptor must be a slot's (a member descriptor),
+ * and each column as long as objs. One pass over the objects: each is touched once, all
+ * its slots set. Setting a slot that held a value frees the old one, which may run
+ * Python: objs is walked as a copy, and each column's size is checked at each read. */
+PyObject *
+autosave_fill_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "fill_slots(descriptors, objs, columns)");
+        return NULL;
+    }
+    PyObject *descriptors = NULL, *objs = NULL, *columns = NULL;
+    if ((descriptors = as_tuple(args[0])) == NULL || (objs = as_tuple(args[1])) == NULL
+            || (columns = as_tuple(args[2])) == NULL)
+        goto fail;
+    Py_ssize_t k = PyTuple_GET_SIZE(descriptors), n = PyTuple_GET_SIZE(objs);
+    if (PyTuple_GET_SIZE(columns) != k) {
+        PyErr_SetString(PyExc_ValueError, "one column per descriptor");
+        goto fail;
+    }
+    for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *column = PyTuple_GET_ITEM(columns, j);
+        if (!Py_IS_TYPE(PyTuple_GET_ITEM(descriptors, j), &PyMemberDescr_Type)) {
+            PyErr_SetString(PyExc_TypeError, "fill_slots sets slots: member descriptors");
+            goto fail;
+        }
+        if (!PyList_Check(column) && !PyTuple_Check(column)) {
+            PyErr_SetString(PyExc_TypeError, "a column is a list or a tuple");
+            goto fail;
+        }
+        if (Py_SIZE(column) != n) {
+            PyErr_SetString(PyExc_ValueError, "a column is not as long as the objects");
+            goto fail;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *obj = PyTuple_GET_ITEM(objs, i);
+        for (Py_ssize_t j = 0; j < k; j++) {
+            PyObject *descr = PyTuple_GET_ITEM(descriptors, j);
+            PyObject *column = PyTuple_GET_ITEM(columns, j);
+            if (i >= Py_SIZE(column)) {                 /* a __del__ shrank it */
+                PyErr_SetString(PyExc_ValueError, "a column changed size while filling");
+                goto fail;
+            }
+            PyObject *value = PyList_Check(column) ? PyList_GET_ITEM(column, i)
+                                                   : PyTuple_GET_ITEM(column, i);
+            Py_INCREF(value);                          /* held across the set */
+            int failed = Py_TYPE(descr)->tp_descr_set(descr, obj, value);
+            Py_DECREF(value);
+            if (failed < 0)
+                goto fail;
+        }
+    }
+    Py_DECREF(descriptors);
+    Py_DECREF(objs);
+    Py_DECREF(columns);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(descriptors);
+    Py_XDECREF(objs);
+    Py_XDECREF(columns);
+    return NULL;
+}
+
+/* fill_lists(lists, lengths, items): extend each (empty) list by its length's run of
+ * items, in order. ValueError unless the lengths are ints >= 0 adding up to len(items). */
+PyObject *
+autosave_fill_lists(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyList_Check(args[0]) || !PyList_Check(args[1])
+            || !PyList_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "fill_lists(lists: list, lengths: list, items: list)");
+        return NULL;
+    }
+    PyObject *lists = args[0], *lengths = args[1], *items = args[2];
+    Py_ssize_t n = PyList_GET_SIZE(lists), total = PyList_GET_SIZE(items), start = 0;
+    if (PyList_GET_SIZE(lengths) != n) {
+        PyErr_SetString(PyExc_ValueError, "one length per list");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {             /* all checked before any is filled */
+        PyObject *length = PyList_GET_ITEM(lengths, i);
+        Py_ssize_t m = PyLong_Check(length) ? PyLong_AsSsize_t(length) : -1;
+        if (m == -1 && PyErr_Occurred())
+            PyErr_Clear();
+        if (m < 0 || m > total - start) {
+            PyErr_SetString(PyExc_ValueError, "the lengths do not add up to the items");
+            return NULL;
+        }
+        start += m;
+    }
+    if (start != total) {
+        PyErr_SetString(PyExc_ValueError, "the lengths do not add up to the items");
+        return NULL;
+    }
+    start = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *list = PyList_GET_ITEM(lists, i);
+        Py_ssize_t m = PyLong_AsSsize_t(PyList_GET_ITEM(lengths, i));
+        if (!PyList_Check(list)) {
+            PyErr_SetString(PyExc_TypeError, "fill_lists fills lists");
+            return NULL;
+        }
+        if (m) {
+            PyObject *run = PyList_GetSlice(items, start, start + m);
+            if (run == NULL)
+                return NULL;
+            Py_ssize_t at = PyList_GET_SIZE(list);
+            int failed = PyList_SetSlice(list, at, at, run);
+            Py_DECREF(run);
+            if (failed < 0)
+                return NULL;
+        }
+        start += m;
+    }
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,49 @@
+/* autosave._speedups: the module, its functions (csrc/columns.c, references.c, fill.c)
+ * by the names autosave/kernels.py imports. */
+#include "speedups.h"
+
+static PyMethodDef methods[] = {
+    {"kinds", autosave_kinds, METH_O, "The set of the types of a column's items."},
+    {"first_kinds", autosave_first_kinds, METH_O, "The distinct types of the items, in order."},
+    {"list_columns", autosave_list_columns, METH_O, "[lengths, items] of lists."},
+    {"fill_missing", (PyCFunction)(void (*)(void))autosave_fill_missing, METH_FASTCALL,
+     "table[key] of each key, reusing the cells an earlier lookup found."},
+    {"slot_columns", (PyCFunction)(void (*)(void))autosave_slot_columns, METH_FASTCALL,
+     "One list per slot of its value in each object."},
+    {"dict_columns", (PyCFunction)(void (*)(void))autosave_dict_columns, METH_FASTCALL,
+     "One list per key of the shape of each object's value for it."},
+    {"shapes", autosave_shapes, METH_O, "(distinct, which): the key tuples of the objects' __dict__s."},
+    {"split", (PyCFunction)(void (*)(void))autosave_split, METH_FASTCALL,
+     "(mask, inline, refs) of a column: its items of inline types and the others."},
+    {"look_up", (PyCFunction)(void (*)(void))autosave_look_up, METH_FASTCALL,
+     "(cells, missing) of objects in a table keyed by the objects."},
+    {"look_up_ids", (PyCFunction)(void (*)(void))autosave_look_up_ids, METH_FASTCALL,
+     "(ids, cells, missing) of objects in a memo keyed by id()."},
+    {"differences", (PyCFunction)(void (*)(void))autosave_differences, METH_FASTCALL,
+     "The index differences that refer to the cells' objects."},
+    {"resolve_refs", (PyCFunction)(void (*)(void))autosave_resolve_refs, METH_FASTCALL,
+     "(indices, objects) of a column's reference differences."},
+    {"merge_mixed", (PyCFunction)(void (*)(void))autosave_merge_mixed, METH_FASTCALL,
+     "A mixed column's values in order."},
+    {"fill_slots", (PyCFunction)(void (*)(void))autosave_fill_slots, METH_FASTCALL,
+     "Set each object's slots from the columns."},
+    {"fill_lists", (PyCFunction)(void (*)(void))autosave_fill_lists, METH_FASTCALL,
+     "Extend each list by its run of items."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyModuleDef_Slot slots[] = {
+    {0, NULL},                  /* no state: nothing to set up per interpreter */
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "autosave._speedups",
+    "The engine's per-reference loops in C (autosave/kernels.py).", 0, methods, slots,
+    NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    return PyModuleDef_Init(&module);
+}

@@ -1,0 +1,210 @@
+/* A save looks up what its columns refer to (by the objects themselves or by id()),
+ * and writes the index differences that name them. The tables are the engine's own. */
+#include "speedups.h"
+
+/* fill_missing(table, keys, cells) -> [table[key] for key in keys], where cells is an
+ * earlier lookup of the keys in table: a cell not None is taken as it is. KeyError
+ * for a key the table does not hold. */
+PyObject *
+autosave_fill_missing(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "fill_missing(table: dict, keys, cells)");
+        return NULL;
+    }
+    PyObject *table = args[0], *keys = NULL, *cells = NULL, *out = NULL;
+    if ((keys = as_tuple(args[1])) == NULL || (cells = as_tuple(args[2])) == NULL)
+        goto fail;
+    Py_ssize_t n = PyTuple_GET_SIZE(keys);
+    if (PyTuple_GET_SIZE(cells) != n) {
+        PyErr_SetString(PyExc_ValueError, "one cell per key");
+        goto fail;
+    }
+    if ((out = PyList_New(n)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *cell = PyTuple_GET_ITEM(cells, i);
+        if (cell == Py_None) {
+            PyObject *key = PyTuple_GET_ITEM(keys, i);
+            cell = PyDict_GetItemWithError(table, key);
+            if (cell == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetObject(PyExc_KeyError, key);
+                for (Py_ssize_t j = i; j < n; j++)
+                    PyList_SET_ITEM(out, j, Py_NewRef(Py_None));
+                goto fail;
+            }
+        }
+        PyList_SET_ITEM(out, i, Py_NewRef(cell));
+    }
+    Py_DECREF(keys);
+    Py_DECREF(cells);
+    return out;
+fail:
+    Py_XDECREF(keys);
+    Py_XDECREF(cells);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* Append key's object to missing unless seen holds key already. */
+static int
+note_missing(PyObject *seen, PyObject *missing, PyObject *key, PyObject *obj)
+{
+    int found = PyDict_Contains(seen, key);
+    if (found != 0)
+        return found < 0 ? -1 : 0;
+    if (PyDict_SetItem(seen, key, Py_None) < 0)
+        return -1;
+    return PyList_Append(missing, obj);
+}
+
+/* The one loop of look_up and look_up_ids: (ids, cells, missing) of objs in table,
+ * keyed by the objects themselves, or by id() (then ids is the list of those ids, else
+ * None). A missing object is distinct by its key. */
+static PyObject *
+look_up_in(PyObject *table, PyObject *objs, int by_id)
+{
+    PyObject *ids = NULL, *cells = NULL, *missing = NULL, *seen = NULL;
+    PyObject *items = as_tuple(objs);
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    if ((by_id && (ids = PyList_New(n)) == NULL) || (cells = PyList_New(n)) == NULL
+            || (missing = PyList_New(0)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *obj = PyTuple_GET_ITEM(items, i), *key = obj;
+        if (by_id) {
+            if ((key = PyLong_FromVoidPtr(obj)) == NULL)      /* what id() returns */
+                goto fail;
+            PyList_SET_ITEM(ids, i, key);
+        }
+        /* An object's own __hash__ or __eq__ may run here: the cell is held at once. */
+        PyObject *cell = PyDict_GetItemWithError(table, key);
+        if (cell == NULL) {
+            if (PyErr_Occurred())
+                goto fail;
+            PyList_SET_ITEM(cells, i, Py_NewRef(Py_None));
+            if (seen == NULL && (seen = PyDict_New()) == NULL)
+                goto fail;
+            if (note_missing(seen, missing, key, obj) < 0)
+                goto fail;
+            continue;
+        }
+        PyList_SET_ITEM(cells, i, Py_NewRef(cell));
+    }
+    Py_DECREF(items);
+    Py_XDECREF(seen);
+    return Py_BuildValue("(NNN)", by_id ? ids : Py_NewRef(Py_None), cells, missing);
+fail:
+    /* Lists from PyList_New hold NULLs past i, which their dealloc skips. */
+    Py_DECREF(items);
+    Py_XDECREF(ids);
+    Py_XDECREF(cells);
+    Py_XDECREF(missing);
+    Py_XDECREF(seen);
+    return NULL;
+}
+
+/* look_up(table, objs) -> (cells, missing): table.get(obj) for each obj, and the
+ * distinct objs it does not hold, in the order first met. */
+PyObject *
+autosave_look_up(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "look_up(table: dict, objs)");
+        return NULL;
+    }
+    PyObject *found = look_up_in(args[0], args[1], 0);
+    if (found == NULL)
+        return NULL;
+    PyObject *out = PyTuple_GetSlice(found, 1, 3);
+    Py_DECREF(found);
+    return out;
+}
+
+/* look_up_ids(memo, objs) -> (ids, cells, missing): id(obj) for each obj,
+ * memo.get(id(obj)), and the distinct objs (by identity) memo does not hold, in order. */
+PyObject *
+autosave_look_up_ids(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "look_up_ids(memo: dict, objs)");
+        return NULL;
+    }
+    return look_up_in(args[0], args[1], 1);
+}
+
+/* The int a cell holds: cell[0] of a tuple or list cell. */
+static int
+cell_value(PyObject *cell, Py_ssize_t *value)
+{
+    PyObject *v;
+    if (PyTuple_Check(cell) && PyTuple_GET_SIZE(cell) > 0)
+        v = PyTuple_GET_ITEM(cell, 0);
+    else if (PyList_Check(cell) && PyList_GET_SIZE(cell) > 0)
+        v = PyList_GET_ITEM(cell, 0);
+    else {
+        PyErr_Format(PyExc_TypeError, "a cell is a non-empty tuple or list, not %.100s",
+                     Py_TYPE(cell)->tp_name);
+        return -1;
+    }
+    if (!PyLong_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "a cell holds an int, not %.100s", Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    *value = PyLong_AsSsize_t(v);
+    return (*value == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* differences(cells, tail) -> the differences of the indices the cells name: a cell
+ * holding i >= 0 names index i; one holding -serial names tail[-serial]. */
+PyObject *
+autosave_differences(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "differences(cells, tail: list)");
+        return NULL;
+    }
+    PyObject *tail = args[1], *out = NULL;
+    PyObject *items = as_tuple(args[0]);
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items), previous = 0;
+    if ((out = PyList_New(n)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t value, index;
+        if (cell_value(PyTuple_GET_ITEM(items, i), &value) < 0)
+            goto fail;
+        if (value >= 0)
+            index = value;
+        else {
+            Py_ssize_t size = PyList_GET_SIZE(tail);   /* tail is ours: never resized */
+            if (value < -size) {
+                PyErr_SetString(PyExc_IndexError, "a serial past the tail");
+                goto fail;
+            }
+            PyObject *mapped = PyList_GET_ITEM(tail, size + value);
+            if (!PyLong_Check(mapped)) {
+                PyErr_SetString(PyExc_TypeError, "the tail holds ints");
+                goto fail;
+            }
+            index = PyLong_AsSsize_t(mapped);
+            if (index == -1 && PyErr_Occurred())
+                goto fail;
+        }
+        PyObject *d = PyLong_FromSsize_t(index - previous);
+        if (d == NULL)
+            goto fail;
+        PyList_SET_ITEM(out, i, d);
+        previous = index;
+    }
+    Py_DECREF(items);
+    return out;
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(out);
+    return NULL;
+}

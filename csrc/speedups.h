@@ -1,0 +1,49 @@
+/* The engine's per-reference loops in C: what each file holds, and the one helper all
+ * of them share. docs/speedups.md is the contract; autosave/kernels.py the same loops in
+ * Python, which picks these once, at import, when the extension was built.
+ *
+ * Safety, everywhere: every sequence argument is first copied to a tuple (a no-op for a
+ * tuple), so nothing a hash or comparison might run can resize what is being walked;
+ * borrowed references are taken before any call that could run Python code and held
+ * only until the next such call. Indices read from a save are bounds-checked as
+ * Py_ssize_t before any item is read.
+ */
+#ifndef AUTOSAVE_SPEEDUPS_H
+#define AUTOSAVE_SPEEDUPS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* A new tuple of seq's items (seq itself when it is a tuple). */
+static inline PyObject *
+as_tuple(PyObject *seq)
+{
+    if (PyTuple_CheckExact(seq)) {
+        Py_INCREF(seq);
+        return seq;
+    }
+    return PySequence_Tuple(seq);
+}
+
+/* columns.c: a save reads columns off the objects */
+PyObject *autosave_kinds(PyObject *module, PyObject *column);
+PyObject *autosave_first_kinds(PyObject *module, PyObject *objs);
+PyObject *autosave_split(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *autosave_shapes(PyObject *module, PyObject *objs);
+PyObject *autosave_slot_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *autosave_dict_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *autosave_list_columns(PyObject *module, PyObject *lists);
+
+/* references.c: a save looks up what columns refer to, and writes indices */
+PyObject *autosave_look_up(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *autosave_look_up_ids(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *autosave_fill_missing(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *autosave_differences(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* fill.c: a load resolves references (read from a file: checked) and fills objects */
+PyObject *autosave_resolve_refs(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *autosave_merge_mixed(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *autosave_fill_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *autosave_fill_lists(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+#endif
