@@ -169,12 +169,11 @@ class Batches:
     def add_all(self, batch, objs):
         """File objects met for the first time, all of batch's type, at C speed."""
         n, serial = len(objs), self.serial
-        refs = list(zip(range(-serial - 1, -serial - n - 1, -1)))
         self.serial += n
         if objs and objs[0].__class__ in self.keyed:     # one class: see meet_class
-            self.by_object.update(zip(objs, refs))       # and only there: cell_of
-        else:
-            self.memo.update(zip(map(id, objs), refs))
+            kernels.file_all(self.by_object, objs, serial, False)   # and only there:
+        else:                                                       # cell_of
+            kernels.file_all(self.memo, objs, serial, True)
         batch.objs += objs
         if n:                          # a run of serials: see number()
             batch.serials.append(range(serial + 1, serial + n + 1))

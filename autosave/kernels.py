@@ -104,6 +104,13 @@ def look_up_ids(memo, objs):
     return ids, cells, list(dict(zip(compress(ids, new), compress(objs, new))).values())
 
 
+def file_all(table, objs, serial, by_id):
+    """Give the i-th obj its reference, the 1-tuple ``(-(serial + 1 + i),)``, in table,
+    keyed by the object itself or, ``by_id``, by ``id(obj)``."""
+    refs = zip(range(-serial - 1, -serial - len(objs) - 1, -1))
+    table.update(zip(map(id, objs) if by_id else objs, refs))
+
+
 def fill_missing(table, keys, cells):
     """``[table[key] for key in keys]``: ``cells`` is an earlier lookup of the keys in
     table, whose cells (not None) the C takes as they are. KeyError for a key the table
@@ -179,7 +186,7 @@ def fill_lists(lists, lengths, items):
 
 PURE = {name: globals()[name] for name in (
     "kinds", "first_kinds", "shapes", "slot_columns", "dict_columns", "split", "look_up",
-    "look_up_ids", "fill_missing", "list_columns", "differences", "resolve_refs",
+    "look_up_ids", "file_all", "fill_missing", "list_columns", "differences", "resolve_refs",
     "merge_mixed", "fill_slots", "fill_lists")}
 
 try:

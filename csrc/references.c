@@ -136,6 +136,52 @@ autosave_look_up_ids(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return look_up_in(args[0], args[1], 1);
 }
 
+/* file_all(table, objs, serial, by_id): table[key] = (-(serial + 1 + i),) for the i-th
+ * obj, keyed by the object itself, or by id() when by_id: each object's reference. */
+PyObject *
+autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyDict_Check(args[0]) || !PyLong_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "file_all(table: dict, objs, serial: int, by_id)");
+        return NULL;
+    }
+    PyObject *table = args[0];
+    Py_ssize_t serial = PyLong_AsSsize_t(args[2]);
+    int by_id = PyObject_IsTrue(args[3]);
+    if ((serial == -1 && PyErr_Occurred()) || by_id < 0)
+        return NULL;
+    PyObject *items = as_tuple(args[1]);
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    if (serial < 0 || serial > PY_SSIZE_T_MAX - n) {
+        PyErr_SetString(PyExc_OverflowError, "serials past the largest index");
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *obj = PyTuple_GET_ITEM(items, i);
+        PyObject *ref = PyTuple_New(1), *key = by_id ? PyLong_FromVoidPtr(obj) : Py_NewRef(obj);
+        PyObject *value = PyLong_FromSsize_t(-(serial + 1 + i));
+        if (ref == NULL || key == NULL || value == NULL) {
+            Py_XDECREF(ref);
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            goto fail;
+        }
+        PyTuple_SET_ITEM(ref, 0, value);
+        int failed = PyDict_SetItem(table, key, ref);
+        Py_DECREF(ref);
+        Py_DECREF(key);
+        if (failed < 0)
+            goto fail;
+    }
+    Py_DECREF(items);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(items);
+    return NULL;
+}
+
 /* The int a cell holds: cell[0] of a tuple or list cell. */
 static int
 cell_value(PyObject *cell, Py_ssize_t *value)

@@ -38,6 +38,7 @@ PyObject *autosave_list_columns(PyObject *module, PyObject *lists);
 PyObject *autosave_look_up(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *autosave_look_up_ids(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *autosave_fill_missing(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *autosave_differences(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* fill.c: a load resolves references (read from a file: checked) and fills objects */

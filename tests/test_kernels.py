@@ -110,6 +110,18 @@ def test_look_up_ids_keys_by_identity_even_for_equal_objects(k):
     assert len(missing) == 1 and missing[0] is y
 
 
+def test_file_all_gives_each_object_its_reference(k):
+    a, b = Node(), Node()
+    table = {}
+    k["file_all"](table, [a, b], 5, False)
+    assert table == {a: (-6,), b: (-7,)}
+    memo = {}
+    k["file_all"](memo, [a, b], 0, True)
+    assert memo == {id(a): (-1,), id(b): (-2,)}
+    k["file_all"](memo, [], 9, True)
+    assert len(memo) == 2
+
+
 def test_fill_missing_looks_up_what_the_first_lookup_missed(k):
     table = {"a": 1, "b": 2, "c": 3}
     assert k["fill_missing"](table, ["a", "c", "b"], [1, None, None]) == [1, 3, 2]
@@ -180,6 +192,8 @@ def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
              lambda: k["slot_columns"]([Slotted.a, Slotted.b], filled, None),
              lambda: k["list_columns"]([objs[:3], (), tuple(objs[3:9])]),
              lambda: k["fill_missing"](table, objs[:25], [None] * 25),
+             lambda: k["file_all"]({}, objs, 7, True),
+             lambda: k["file_all"]({}, objs, 7, False),
              lambda: k["dict_columns"](shaped, ("p", "q")),
              lambda: k["split"](objs + [1, "a"], frozenset({int})),
              lambda: k["look_up_ids"](memo, objs),
@@ -324,6 +338,10 @@ def test_save_loops_agree(column, known):
     assert py[:2] == c[:2] and list(map(id, py[2])) == list(map(id, c[2]))
     for obj in column:                  # what meeting the missing ones does
         memo.setdefault(id(obj), [0])
+    filed_py, filed_c = {}, {}
+    kernels.PURE["file_all"](filed_py, hashable, len(known), False)
+    _speedups.file_all(filed_c, hashable, len(known), False)
+    assert filed_py == filed_c
     assert kernels.PURE["fill_missing"](memo, py[0], py[1]) == \
         _speedups.fill_missing(memo, c[0], c[1])
     lists = [column[:i] for i in range(0, len(column), 3)] + [tuple(column)]
