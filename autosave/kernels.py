@@ -33,8 +33,9 @@ def shapes(objs):
     """(distinct, which): the distinct tuples of the keys of the objs' ``__dict__``s,
     in the order first met, and the position in distinct of each obj's (None when
     there is one)."""
+    # One shape is the common case: it needs no list of every object's keys.
     distinct = list(dict.fromkeys(map(tuple, map(dict.keys, map(vars, objs)))))
-    if len(distinct) < 2:                # the common case: no list of every object's
+    if len(distinct) < 2:
         return distinct, None
     keys = map(tuple, map(dict.keys, map(vars, objs)))
     return distinct, list(map({k: i for i, k in enumerate(distinct)}.__getitem__, keys))
