@@ -3,11 +3,12 @@
  * __dict__ values, lists' lengths and items), one pass over the objects each. */
 #include "speedups.h"
 
-/* kinds(column) -> the set of the types of column's items. */
-PyObject *
-autosave_kinds(PyObject *module, PyObject *column)
+/* The set of the types of seq's items; each type met for the first time is also
+ * appended to in_order, when it is not NULL. The one loop of kinds and first_kinds. */
+static PyObject *
+distinct_types(PyObject *seq, PyObject *in_order)
 {
-    PyObject *items = as_tuple(column);
+    PyObject *items = as_tuple(seq);
     if (items == NULL)
         return NULL;
     PyObject *out = PySet_New(NULL);
@@ -20,6 +21,11 @@ autosave_kinds(PyObject *module, PyObject *column)
         if (t == last)                  /* runs of one type are the common case */
             continue;
         last = t;
+        if (in_order != NULL) {
+            int found = PySet_Contains(out, (PyObject *)t);
+            if (found < 0 || (!found && PyList_Append(in_order, (PyObject *)t) < 0))
+                goto fail;
+        }
         if (PySet_Add(out, (PyObject *)t) < 0)
             goto fail;
     }
@@ -31,38 +37,27 @@ fail:
     return NULL;
 }
 
+/* kinds(column) -> the set of the types of column's items. */
+PyObject *
+autosave_kinds(PyObject *module, PyObject *column)
+{
+    return distinct_types(column, NULL);
+}
+
 /* first_kinds(objs) -> the distinct types of objs' items, in the order first met. */
 PyObject *
 autosave_first_kinds(PyObject *module, PyObject *objs)
 {
-    PyObject *items = as_tuple(objs);
-    if (items == NULL)
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
         return NULL;
-    PyObject *seen = PySet_New(NULL), *out = PyList_New(0);
-    if (seen == NULL || out == NULL)
-        goto fail;
-    PyTypeObject *last = NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyTypeObject *t = Py_TYPE(PyTuple_GET_ITEM(items, i));
-        if (t == last)
-            continue;
-        last = t;
-        int found = PySet_Contains(seen, (PyObject *)t);
-        if (found < 0)
-            goto fail;
-        if (!found && (PySet_Add(seen, (PyObject *)t) < 0
-                       || PyList_Append(out, (PyObject *)t) < 0))
-            goto fail;
+    PyObject *seen = distinct_types(objs, out);
+    if (seen == NULL) {
+        Py_DECREF(out);
+        return NULL;
     }
-    Py_DECREF(items);
     Py_DECREF(seen);
     return out;
-fail:
-    Py_DECREF(items);
-    Py_XDECREF(seen);
-    Py_XDECREF(out);
-    return NULL;
 }
 
 /* split(column, inline_types) -> (mask, inline, refs): mask byte 0 for an item whose
