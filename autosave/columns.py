@@ -24,7 +24,6 @@ from itertools import chain, compress, repeat
 from operator import is_, not_
 from types import MemberDescriptorType
 
-from . import kernels
 from .format import ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES
 from . import dispatch
 from .adapters import ADAPTERS_BY_TYPE
@@ -63,6 +62,7 @@ class Batches:
     def __init__(self, walker):
         self.walker = walker
         self.memo = walker.memo
+        self.loops = walker.loops
         self.by_class = {}             # class -> Batch, or (class -> {shape: Batch})
         self.all = []
         self.serial = 0                # batch objects met so far
@@ -75,9 +75,13 @@ class Batches:
         # and after the fills); a tuple when its items are plain.
         self.fits = {dict: _inline_keys, tuple: self.plain_items}
         self.unset = 0
-        # Objects of batched classes hashed and compared by identity are also keyed by
-        # themselves: a column of them is looked up without an id() each, and without
-        # comparing int keys, which touches each key (twice the memory traffic).
+        # With a dict for memo (the Python loops), objects of batched classes hashed
+        # and compared by identity are also keyed by themselves: a column of them is
+        # looked up without an id() each, and without comparing int keys, which
+        # touches each key (twice the memory traffic). The C loops' memo (a Memo)
+        # keys every object by its address, which costs neither: it needs no second
+        # table.
+        self.key_by_object = self.memo.__class__ is dict
         self.keyed = set()
         self.by_object = {}
         self.decided = set()           # classes a column has met
@@ -90,7 +94,7 @@ class Batches:
         if kind == "slots":
             slots = schema.saved_slots
             batch = Batch(walker.index_of((cls, slots), schema.name, schema.version, slots),
-                          len(slots), _slot_columns(cls, slots))
+                          len(slots), _slot_columns(cls, slots, self.loops))
             self.all.append(batch)
             return batch
         if kind == "dict":
@@ -101,14 +105,14 @@ class Batches:
                 if batch is None:
                     batch = shapes[shape] = Batch(
                         walker.index_of((cls, shape), schema.name, schema.version, shape),
-                        len(shape), _dict_columns(shape))
+                        len(shape), _dict_columns(shape, self.loops))
                     self.all.append(batch)
                 return batch
             return shaped
         if cls is dict:
             batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[dict]), 3, _dict_entry_columns)
         else:                          # lists, tuples: lengths, then the items
-            batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[cls]), 2, _list_columns)
+            batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[cls]), 2, self.loops.list_columns)
         self.all.append(batch)
         return batch
 
@@ -118,7 +122,8 @@ class Batches:
         if cls not in REGISTRY.asset_classes:     # assets are told apart one by one
             self.by_class[cls] = batch
             self.plain.add(cls)
-            if cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__:
+            if self.key_by_object and cls.__hash__ is object.__hash__ and \
+                    cls.__eq__ is object.__eq__:
                 self.keyed.add(cls)
         memo, add = self.memo, self.add
         stale = self.stale.append
@@ -171,9 +176,9 @@ class Batches:
         n, serial = len(objs), self.serial
         self.serial += n
         if objs and objs[0].__class__ in self.keyed:     # one class: see meet_class
-            kernels.file_all(self.by_object, objs, serial, False)   # and only there:
+            self.loops.file_all(self.by_object, objs, serial, False)   # and only there:
         else:                                                       # cell_of
-            kernels.file_all(self.memo, objs, serial, True)
+            self.loops.file_all(self.memo, objs, serial, True)
         batch.objs += objs
         if n:                          # a run of serials: see number()
             batch.serials.append(range(serial + 1, serial + n + 1))
@@ -181,7 +186,7 @@ class Batches:
     def meet(self, objs):
         """Objects a column refers to that the walk has not met, distinct, in order:
         filed in batches in bulk where they share a batched class, else mentioned."""
-        kinds = kernels.first_kinds(objs)
+        kinds = self.loops.first_kinds(objs)
         if len(kinds) == 1:
             self.meet_class(kinds[0], objs)
             return
@@ -235,7 +240,7 @@ class Batches:
             if batch.__class__ is Batch:
                 self.add_all(batch, objs)
                 return
-            distinct, which = kernels.shapes(objs)
+            distinct, which = self.loops.shapes(objs)
             if which is None:
                 self.add_all(batch(distinct[0]), objs)
                 return
@@ -267,14 +272,14 @@ class Batches:
     def classify(self, column):
         """(kind, values) of a stretch of a column, meeting what it refers to; a mixed
         stretch's values are (mask, inline values, objects referred to)."""
-        kinds = kernels.kinds(column)
+        kinds = self.loops.kinds(column)
         if _ABSENT_TYPE in kinds:            # unset slots: a load checks their count
             self.unset += sum(map(is_, column, repeat(ABSENT)))
         if kinds <= _INLINE_COLUMN:
             return COLUMN_INLINE, column
         if kinds.isdisjoint(_INLINE_COLUMN):
             return COLUMN_REFS, self.refer(column, kinds)
-        mask, inline, refs = kernels.split(column, _INLINE_COLUMN)
+        mask, inline, refs = self.loops.split(column, _INLINE_COLUMN)
         return COLUMN_MIXED, (mask, inline, self.refer(refs, kinds - _INLINE_COLUMN))
 
     def refer(self, objs, kinds):
@@ -284,23 +289,23 @@ class Batches:
         if not kinds <= self.decided:
             self.decide_all(objs, kinds)
         if kinds <= self.keyed:
-            cells, new = kernels.look_up(self.by_object, objs)
+            cells, new = self.loops.look_up(self.by_object, objs)
             if not new:
                 return cells
             self.meet(new)
-            return kernels.fill_missing(self.by_object, objs, cells)
+            return self.loops.fill_missing(self.by_object, objs, cells)
         memo = self.memo
-        ids, cells, new = kernels.look_up_ids(memo, objs)
+        ids, cells, new = self.loops.look_up_ids(memo, objs)
         if new:
             keyed = not kinds.isdisjoint(self.keyed)
             if keyed:                     # some may be in by_object only
                 self.remember(objs)
-                ids, cells, new = kernels.look_up_ids(memo, objs)
+                ids, cells, new = self.loops.look_up_ids(memo, objs)
             if new:
                 self.meet(new)
                 if keyed:
                     self.remember(objs)
-                cells = kernels.fill_missing(memo, ids, cells)
+                cells = self.loops.fill_missing(memo, ids, cells)
         # met before but only mentioned ([None]): the walk visits them
         return cells
 
@@ -383,7 +388,7 @@ class Batches:
 
     def differences(self, cells):
         """The index differences that refer to the objects of these cells, in order."""
-        return kernels.differences(cells, self.tail)
+        return self.loops.differences(cells, self.tail)
 
     def mixed(self, segments):
         masks, inline, refs = [], [], []
@@ -403,12 +408,13 @@ class Batches:
 
 
 
-def _slot_columns(cls, slots):
+def _slot_columns(cls, slots, loops):
     """objs -> a column per slot. A slot the class shadows (a property, say) is read as
     getattr reads it, object by object; a plain slot's member descriptor, in bulk."""
     descriptors = [inspect.getattr_static(cls, name) for name in slots]
     if all(type(d) is MemberDescriptorType for d in descriptors):
-        return lambda objs: kernels.slot_columns(descriptors, objs, ABSENT)
+        slot_columns = loops.slot_columns
+        return lambda objs: slot_columns(descriptors, objs, ABSENT)
     return lambda objs: [[_slot_or_absent(obj, name) for obj in objs] for name in slots]
 
 
@@ -419,13 +425,10 @@ def _slot_or_absent(obj, name):
         return ABSENT
 
 
-def _dict_columns(shape):
+def _dict_columns(shape, loops):
     # an object whose attributes changed during the walk is an error (kernels)
-    return lambda objs: kernels.dict_columns(objs, shape)
-
-
-def _list_columns(objs):
-    return kernels.list_columns(objs)
+    dict_columns = loops.dict_columns
+    return lambda objs: dict_columns(objs, shape)
 
 
 def _dict_entry_columns(dicts):

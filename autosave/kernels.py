@@ -14,7 +14,7 @@ import threading
 from collections import deque
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import attrgetter, is_, itemgetter, not_, sub
-from types import MemberDescriptorType
+from types import MemberDescriptorType, SimpleNamespace
 
 _first = itemgetter(0)
 
@@ -94,9 +94,16 @@ def look_up(table, objs):
     return cells, list(dict.fromkeys(compress(objs, map(is_, cells, repeat(None)))))
 
 
+def new_memo():
+    """A save's memo: a mapping of ``id(obj)`` to obj's cell. In C, a ``Memo`` keyed by
+    the object's address, which the C loops look objects up in without an id() each."""
+    return {}
+
+
 def look_up_ids(memo, objs):
-    """(ids, cells, missing): ``id(obj)`` for each obj, ``memo.get(id(obj))``, and the
-    distinct objs (by identity) the memo does not hold, in the order first met."""
+    """(keys, cells, missing): ``memo.get(id(obj))`` for each obj, and the distinct objs
+    (by identity) the memo does not hold, in the order first met; keys, what
+    ``fill_missing`` takes back: each ``id(obj)`` (in C, for a ``Memo``: the objs)."""
     ids = list(map(id, objs))
     cells = list(map(memo.get, ids))
     if None not in cells:
@@ -186,7 +193,7 @@ def fill_lists(lists, lengths, items):
 
 
 PURE = {name: globals()[name] for name in (
-    "kinds", "first_kinds", "shapes", "slot_columns", "dict_columns", "split", "look_up",
+    "new_memo", "kinds", "first_kinds", "shapes", "slot_columns", "dict_columns", "split", "look_up",
     "look_up_ids", "file_all", "fill_missing", "list_columns", "differences", "resolve_refs",
     "merge_mixed", "fill_slots", "fill_lists")}
 
@@ -197,12 +204,14 @@ try:
 except ImportError:
     _speedups = None
 else:
-    _stale = sorted(name for name in PURE if not hasattr(_speedups, name))
+    _stale = sorted(name for name in (*PURE, "Memo") if name != "new_memo"
+                    and not hasattr(_speedups, name))
     if _stale:       # built from older csrc/: a checkout edited, not reinstalled
         raise ImportError(f"{_speedups.__file__} lacks {', '.join(_stale)}: it was built "
                           f"from an older autosave; reinstall autosave (pip install -e .) "
                           f"or set AUTOSAVE_PUREPYTHON=1")
-    globals().update({name: getattr(_speedups, name) for name in PURE})
+    globals().update({name: getattr(_speedups, name) for name in PURE if name != "new_memo"})
+    new_memo = _speedups.Memo
 
 #: Which implementation the engine runs: "C" or "Python".
 IMPLEMENTATION = "Python" if _speedups is None else "C"
@@ -211,6 +220,15 @@ IMPLEMENTATION = "Python" if _speedups is None else "C"
 CHOSEN = {name: globals()[name] for name in PURE}
 _inside = 0                      # python_loops blocks open, in any thread
 _lock = threading.Lock()
+
+
+def loops():
+    """The loops chosen now, as attributes (``loops().look_up``): a save takes them
+    once, when it starts, so a ``python_loops`` block opened meanwhile in another
+    thread cannot hand it the other implementation half-way (its memo is made by
+    one, and read by that one's loops only)."""
+    with _lock:
+        return SimpleNamespace(**{name: globals()[name] for name in PURE})
 
 
 class python_loops:

@@ -29,7 +29,7 @@ from .columns import Batches, batchable
 from .format import ABSENT, INLINE_TYPES, STATE_FIELDS, emitter, marked, reference
 from .order import SetOrder
 from .paths import reduce_value, find_path, labelled_children, placed, placed_cause
-from . import dispatch
+from . import dispatch, kernels
 from .registry import REGISTRY
 from .schema import schema_of
 
@@ -44,7 +44,8 @@ class Walker:
         self.types = []          # [name, version, [fields]]
         self.type_index = {}     # adapter or (class, shape) -> index
         self.records = []
-        self.memo = {}           # id(obj) -> its cell: [None] unvisited, [False] in
+        self.loops = kernels.loops()     # chosen once: the memo is made by them
+        self.memo = self.loops.new_memo()   # id(obj) -> its cell: [None] unvisited, [False] in
                                  # progress, [index] once its record is emitted
         self.stack = []
         self.weak = []           # (holder, adapter, [(strong values, target)]): see write_weak

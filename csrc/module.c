@@ -34,8 +34,20 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static int
+exec_module(PyObject *module)
+{
+    PyObject *memo_type = PyType_FromModuleAndSpec(module, &memo_spec, NULL);
+    if (memo_type == NULL)
+        return -1;
+    int failed = PyModule_AddObjectRef(module, "Memo", memo_type);
+    Py_DECREF(memo_type);
+    return failed;
+}
+
 static PyModuleDef_Slot slots[] = {
-    {0, NULL},                  /* no state: nothing to set up per interpreter */
+    {Py_mod_exec, exec_module},  /* the Memo type; no other state */
+    {0, NULL},
 };
 
 static struct PyModuleDef module = {

@@ -4,15 +4,17 @@
 
 /* fill_missing(table, keys, cells) -> [table[key] for key in keys], where cells is an
  * earlier lookup of the keys in table: a cell not None is taken as it is. KeyError
- * for a key the table does not hold. */
+ * for a key the table does not hold. A Memo's keys are the objects themselves (what
+ * look_up_ids gave back for it). */
 PyObject *
 autosave_fill_missing(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3 || !PyDict_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "fill_missing(table: dict, keys, cells)");
+    if (nargs != 3 || !(PyDict_Check(args[0]) || is_memo(args[0]))) {
+        PyErr_SetString(PyExc_TypeError, "fill_missing(table: dict or Memo, keys, cells)");
         return NULL;
     }
     PyObject *table = args[0], *keys = NULL, *cells = NULL, *out = NULL;
+    int memo = is_memo(table);
     if ((keys = as_tuple(args[1])) == NULL || (cells = as_tuple(args[2])) == NULL)
         goto fail;
     Py_ssize_t n = PyTuple_GET_SIZE(keys);
@@ -26,7 +28,8 @@ autosave_fill_missing(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyObject *cell = PyTuple_GET_ITEM(cells, i);
         if (cell == Py_None) {
             PyObject *key = PyTuple_GET_ITEM(keys, i);
-            cell = PyDict_GetItemWithError(table, key);
+            cell = memo ? memo_get((MemoObject *)table, key)
+                        : PyDict_GetItemWithError(table, key);
             if (cell == NULL) {
                 if (!PyErr_Occurred())
                     PyErr_SetObject(PyExc_KeyError, key);
@@ -59,6 +62,38 @@ note_missing(PyObject *seen, PyObject *missing, PyObject *key, PyObject *obj)
     return PyList_Append(missing, obj);
 }
 
+/* look_up_ids on a Memo: the keys are the objects, and what the memo misses is told
+ * apart by address in a second Memo. No Python code runs in the loop. */
+static PyObject *
+look_up_in_memo(MemoObject *memo, PyObject *items)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    MemoObject seen;                         /* C's own: never seen by Python */
+    memo_init(&seen);
+    PyObject *cells = PyList_New(n), *missing = PyList_New(0);
+    if (cells == NULL || missing == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *obj = PyTuple_GET_ITEM(items, i);
+        PyObject *cell = memo_get(memo, obj);
+        if (cell != NULL) {
+            PyList_SET_ITEM(cells, i, Py_NewRef(cell));
+            continue;
+        }
+        PyList_SET_ITEM(cells, i, Py_NewRef(Py_None));
+        if (memo_get(&seen, obj) == NULL &&
+                (memo_set(&seen, obj, Py_None) < 0 || PyList_Append(missing, obj) < 0))
+            goto fail;
+    }
+    memo_free(&seen);
+    return Py_BuildValue("(ONN)", items, cells, missing);
+fail:
+    memo_free(&seen);
+    Py_XDECREF(cells);
+    Py_XDECREF(missing);
+    return NULL;
+}
+
 /* The one loop of look_up and look_up_ids: (ids, cells, missing) of objs in table,
  * keyed by the objects themselves, or by id() (then ids is the list of those ids, else
  * None). A missing object is distinct by its key. */
@@ -69,6 +104,11 @@ look_up_in(PyObject *table, PyObject *objs, int by_id)
     PyObject *items = as_tuple(objs);
     if (items == NULL)
         return NULL;
+    if (by_id && is_memo(table)) {
+        PyObject *found = look_up_in_memo((MemoObject *)table, items);
+        Py_DECREF(items);
+        return found;
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(items);
     if ((by_id && (ids = PyList_New(n)) == NULL) || (cells = PyList_New(n)) == NULL
             || (missing = PyList_New(0)) == NULL)
@@ -124,13 +164,14 @@ autosave_look_up(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
-/* look_up_ids(memo, objs) -> (ids, cells, missing): id(obj) for each obj,
- * memo.get(id(obj)), and the distinct objs (by identity) memo does not hold, in order. */
+/* look_up_ids(memo, objs) -> (keys, cells, missing): memo.get(id(obj)) for each obj,
+ * and the distinct objs (by identity) memo does not hold, in order; keys, what
+ * fill_missing takes back: the ids for a dict, the objects for a Memo. */
 PyObject *
 autosave_look_up_ids(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2 || !PyDict_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "look_up_ids(memo: dict, objs)");
+    if (nargs != 2 || !(PyDict_Check(args[0]) || is_memo(args[0]))) {
+        PyErr_SetString(PyExc_TypeError, "look_up_ids(memo: dict or Memo, objs)");
         return NULL;
     }
     return look_up_in(args[0], args[1], 1);
@@ -141,8 +182,9 @@ autosave_look_up_ids(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 PyObject *
 autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4 || !PyDict_Check(args[0]) || !PyLong_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "file_all(table: dict, objs, serial: int, by_id)");
+    int memo = nargs == 4 && is_memo(args[0]);
+    if (nargs != 4 || !(PyDict_Check(args[0]) || memo) || !PyLong_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "file_all(table: dict or Memo, objs, serial: int, by_id)");
         return NULL;
     }
     PyObject *table = args[0];
@@ -150,6 +192,10 @@ autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int by_id = PyObject_IsTrue(args[3]);
     if ((serial == -1 && PyErr_Occurred()) || by_id < 0)
         return NULL;
+    if (memo && !by_id) {
+        PyErr_SetString(PyExc_TypeError, "a Memo is keyed by identity: file_all(..., by_id=True)");
+        return NULL;
+    }
     PyObject *items = as_tuple(args[1]);
     if (items == NULL)
         return NULL;
@@ -160,7 +206,8 @@ autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *obj = PyTuple_GET_ITEM(items, i);
-        PyObject *ref = PyTuple_New(1), *key = by_id ? PyLong_FromVoidPtr(obj) : Py_NewRef(obj);
+        PyObject *ref = PyTuple_New(1);
+        PyObject *key = memo ? Py_NewRef(obj) : by_id ? PyLong_FromVoidPtr(obj) : Py_NewRef(obj);
         PyObject *value = PyLong_FromSsize_t(-(serial + 1 + i));
         if (ref == NULL || key == NULL || value == NULL) {
             Py_XDECREF(ref);
@@ -169,7 +216,8 @@ autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto fail;
         }
         PyTuple_SET_ITEM(ref, 0, value);
-        int failed = PyDict_SetItem(table, key, ref);
+        int failed = memo ? memo_set((MemoObject *)table, key, ref)
+                          : PyDict_SetItem(table, key, ref);
         Py_DECREF(ref);
         Py_DECREF(key);
         if (failed < 0)

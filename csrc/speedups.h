@@ -25,6 +25,27 @@ as_tuple(PyObject *seq)
     return PySequence_Tuple(seq);
 }
 
+/* memo.c: a save's memo, keyed by address (id() to Python) */
+typedef struct {
+    void *key;                   /* the object's address; NULL: an empty slot */
+    PyObject *value;             /* its cell (a strong reference) */
+} MemoEntry;
+
+typedef struct {
+    PyObject_HEAD
+    MemoEntry *table;            /* NULL when empty: made by the first set */
+    size_t mask;                 /* slots - 1, slots a power of 2 */
+    Py_ssize_t used;
+} MemoObject;
+
+extern PyType_Spec memo_spec;
+int is_memo(PyObject *obj);
+/* A memo as a plain struct, for C's own use (never handed to Python). */
+void memo_init(MemoObject *memo);
+void memo_free(MemoObject *memo);
+PyObject *memo_get(MemoObject *memo, void *key);          /* borrowed, or NULL */
+int memo_set(MemoObject *memo, void *key, PyObject *value);
+
 /* columns.c: a save reads columns off the objects */
 PyObject *autosave_kinds(PyObject *module, PyObject *column);
 PyObject *autosave_first_kinds(PyObject *module, PyObject *objs);
