@@ -245,8 +245,7 @@ class Filler:
             return
         if direct == "dict":
             fields = plan.fields
-            dicts = map(dict, map(zip, repeat(fields), zip(*values)))
-            deque(map(dict.update, map(vars, objs), dicts), 0)
+            kernels.fill_attributes(objs, fields, values)
             for name, late in zip(fields, waiting):
                 for k, j in late:
                     self.patch(j, dict.__setitem__, (objs[k].__dict__, name), start + k)

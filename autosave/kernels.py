@@ -183,6 +183,19 @@ def fill_slots(descriptors, objs, columns):
         deque(map(descriptor.__set__, objs, column), 0)
 
 
+def fill_attributes(objs, fields, columns):
+    """``vars(objs[i])[fields[j]] = columns[j][i]`` for every object and field, in the
+    order of fields: each column as long as objs."""
+    if len(fields) != len(columns):
+        raise ValueError("one column per field")
+    if any(len(column) != len(objs) for column in columns):
+        raise ValueError("a column is not as long as the objects")
+    if not fields:                    # nothing to set: no object is touched
+        return
+    dicts = map(dict, map(zip, repeat(fields), zip(*columns)))
+    deque(map(dict.update, map(vars, objs), dicts), 0)
+
+
 def fill_lists(lists, lengths, items):
     """Extend each list by its length's run of items, in order. The caller checks the
     lengths first (``format.check_lengths``: ints >= 0 adding up to ``len(items)``);
@@ -195,7 +208,7 @@ def fill_lists(lists, lengths, items):
 PURE = {name: globals()[name] for name in (
     "new_memo", "kinds", "first_kinds", "shapes", "slot_columns", "dict_columns", "split", "look_up",
     "look_up_ids", "file_all", "fill_missing", "list_columns", "differences", "resolve_refs",
-    "merge_mixed", "fill_slots", "fill_lists")}
+    "merge_mixed", "fill_slots", "fill_attributes", "fill_lists")}
 
 try:
     if os.environ.get("AUTOSAVE_PUREPYTHON"):

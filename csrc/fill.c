@@ -87,6 +87,38 @@ autosave_merge_mixed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* The checks before any fill: each column a list or a tuple, as long as the objects. */
+static int
+check_columns(PyObject *columns, Py_ssize_t n)
+{
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(columns); j++) {
+        PyObject *column = PyTuple_GET_ITEM(columns, j);
+        if (!PyList_Check(column) && !PyTuple_Check(column)) {
+            PyErr_SetString(PyExc_TypeError, "a column is a list or a tuple");
+            return -1;
+        }
+        if (Py_SIZE(column) != n) {
+            PyErr_SetString(PyExc_ValueError, "a column is not as long as the objects");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* columns[j][i], a new reference, held across the set that may free an old value (and
+ * run a __del__); ValueError if a __del__ has shrunk the column since. */
+static PyObject *
+column_item(PyObject *columns, Py_ssize_t j, Py_ssize_t i)
+{
+    PyObject *column = PyTuple_GET_ITEM(columns, j);
+    if (i >= Py_SIZE(column)) {
+        PyErr_SetString(PyExc_ValueError, "a column changed size while filling");
+        return NULL;
+    }
+    return Py_NewRef(PyList_Check(column) ? PyList_GET_ITEM(column, i)
+                                          : PyTuple_GET_ITEM(column, i));
+}
+
 /* fill_slots(descriptors, objs, columns): descriptors[j].__set__(objs[i], columns[j][i])
  * for every object and column. Each descriptor must be a slot's (a member descriptor),
  * and each column as long as objs. One pass over the objects: each is touched once, all
@@ -109,32 +141,20 @@ autosave_fill_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto fail;
     }
     for (Py_ssize_t j = 0; j < k; j++) {
-        PyObject *column = PyTuple_GET_ITEM(columns, j);
         if (!Py_IS_TYPE(PyTuple_GET_ITEM(descriptors, j), &PyMemberDescr_Type)) {
             PyErr_SetString(PyExc_TypeError, "fill_slots sets slots: member descriptors");
             goto fail;
         }
-        if (!PyList_Check(column) && !PyTuple_Check(column)) {
-            PyErr_SetString(PyExc_TypeError, "a column is a list or a tuple");
-            goto fail;
-        }
-        if (Py_SIZE(column) != n) {
-            PyErr_SetString(PyExc_ValueError, "a column is not as long as the objects");
-            goto fail;
-        }
     }
+    if (check_columns(columns, n) < 0)
+        goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *obj = PyTuple_GET_ITEM(objs, i);
         for (Py_ssize_t j = 0; j < k; j++) {
             PyObject *descr = PyTuple_GET_ITEM(descriptors, j);
-            PyObject *column = PyTuple_GET_ITEM(columns, j);
-            if (i >= Py_SIZE(column)) {                 /* a __del__ shrank it */
-                PyErr_SetString(PyExc_ValueError, "a column changed size while filling");
+            PyObject *value = column_item(columns, j, i);
+            if (value == NULL)
                 goto fail;
-            }
-            PyObject *value = PyList_Check(column) ? PyList_GET_ITEM(column, i)
-                                                   : PyTuple_GET_ITEM(column, i);
-            Py_INCREF(value);                          /* held across the set */
             int failed = Py_TYPE(descr)->tp_descr_set(descr, obj, value);
             Py_DECREF(value);
             if (failed < 0)
@@ -204,4 +224,73 @@ autosave_fill_lists(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         start += m;
     }
     Py_RETURN_NONE;
+}
+
+/* fill_attributes(objs, fields, columns): vars(objs[i])[fields[j]] = columns[j][i] for
+ * every object and field, in the order of fields: each object's __dict__ looked up once
+ * and filled, where the Python builds a dict per object to update it with. ValueError
+ * unless there is one column per field, each as long as objs; TypeError for an object
+ * whose __dict__ is not a dict. Looking __dict__ up, hashing a field and freeing a
+ * value a field held may run Python: everything walked is a copy, and each column's
+ * size is checked at each read. */
+PyObject *
+autosave_fill_attributes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "fill_attributes(objs, fields, columns)");
+        return NULL;
+    }
+    PyObject *objs = NULL, *fields = NULL, *columns = NULL, *name = NULL;
+    if ((objs = as_tuple(args[0])) == NULL || (fields = as_tuple(args[1])) == NULL
+            || (columns = as_tuple(args[2])) == NULL)
+        goto fail;
+    Py_ssize_t k = PyTuple_GET_SIZE(fields), n = PyTuple_GET_SIZE(objs);
+    if (PyTuple_GET_SIZE(columns) != k) {
+        PyErr_SetString(PyExc_ValueError, "one column per field");
+        goto fail;
+    }
+    if (check_columns(columns, n) < 0)
+        goto fail;
+    if (k == 0)                          /* no field: no object is touched */
+        goto done;
+    if ((name = PyUnicode_InternFromString("__dict__")) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyObject_GetAttr(PyTuple_GET_ITEM(objs, i), name);
+        if (d == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_TypeError, "an object to fill has no __dict__");
+            }
+            goto fail;
+        }
+        if (!PyDict_Check(d)) {
+            Py_DECREF(d);
+            PyErr_SetString(PyExc_TypeError, "an object's __dict__ is not a dict");
+            goto fail;
+        }
+        for (Py_ssize_t j = 0; j < k; j++) {
+            PyObject *value = column_item(columns, j, i);
+            int failed = value == NULL ? -1
+                : PyDict_SetItem(d, PyTuple_GET_ITEM(fields, j), value);
+            Py_XDECREF(value);
+            if (failed < 0) {
+                Py_DECREF(d);
+                goto fail;
+            }
+        }
+        Py_DECREF(d);
+    }
+done:
+    Py_XDECREF(name);
+    Py_DECREF(objs);
+    Py_DECREF(fields);
+    Py_DECREF(columns);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(name);
+    Py_XDECREF(objs);
+    Py_XDECREF(fields);
+    Py_XDECREF(columns);
+    return NULL;
 }

@@ -29,6 +29,8 @@ static PyMethodDef methods[] = {
      "A mixed column's values in order."},
     {"fill_slots", (PyCFunction)(void (*)(void))autosave_fill_slots, METH_FASTCALL,
      "Set each object's slots from the columns."},
+    {"fill_attributes", (PyCFunction)(void (*)(void))autosave_fill_attributes, METH_FASTCALL,
+     "Set each object's attributes in its __dict__ from the columns."},
     {"fill_lists", (PyCFunction)(void (*)(void))autosave_fill_lists, METH_FASTCALL,
      "Extend each list by its run of items."},
     {NULL, NULL, 0, NULL},

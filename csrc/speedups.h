@@ -67,5 +67,6 @@ PyObject *autosave_resolve_refs(PyObject *module, PyObject *const *args, Py_ssiz
 PyObject *autosave_merge_mixed(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *autosave_fill_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *autosave_fill_lists(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *autosave_fill_attributes(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -197,6 +197,7 @@ def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
              lambda: k["fill_slots"]([Slotted.a, Slotted.b], [Slotted()] * 3,
                                      [objs[:3], objs[3:6]]),
              lambda: k["fill_lists"]([[], []], [2, 3], objs[:5]),
+             lambda: k["fill_attributes"](objs[:5], ("p", "q"), [objs[5:10], objs[10:15]]),
              lambda: k["slot_columns"]([Slotted.a, Slotted.b], filled, None),
              lambda: k["list_columns"]([objs[:3], (), tuple(objs[3:9])]),
              lambda: k["fill_missing"](table, objs[:25], [None] * 25),
@@ -214,6 +215,7 @@ def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
            lambda: k["resolve_refs"]([1, "x"], objs),
            lambda: k["merge_mixed"](b"\x00\x02", objs[:1], objs[1:2]),
            lambda: k["fill_slots"]([Slotted.a], [Slotted()], [objs[:2]]),
+           lambda: k["fill_attributes"]([Slotted()], ("a",), [objs[:1]]),
            lambda: k["dict_columns"](shaped, ("p", "r")),
            lambda: k["fill_missing"](table, objs[20:30], [None] * 10)]
     def once():
@@ -290,6 +292,29 @@ def test_dict_columns_refuse_attributes_changed_since_the_shape(k, attrs):
     b.__dict__.update(attrs)
     with pytest.raises(ValueError):
         k["dict_columns"]([a, b], ("x", "y"))
+
+
+def test_fill_attributes_sets_each_field_in_each_dict(k):
+    objs = [Node(), Node(), Node()]
+    objs[1].old = "kept"
+    k["fill_attributes"](objs, ("b", "a"), [[1, 2, 3], ["x", "y", "z"]])
+    assert [vars(o) for o in objs] == [{"b": 1, "a": "x"}, {"old": "kept", "b": 2, "a": "y"},
+                                       {"b": 3, "a": "z"}]
+    assert list(vars(objs[0])) == ["b", "a"]          # in the order of the fields
+    k["fill_attributes"](objs, ("a", "a"), [[0, 0, 0], [7, 8, 9]])   # the last one wins
+    assert [o.a for o in objs] == [7, 8, 9]
+    k["fill_attributes"]([Slotted()], (), [])          # no field: nothing is touched
+
+
+@pytest.mark.parametrize("objs, fields, columns, error", [
+    ([Node()], ("a",), [], ValueError),                 # no column for the field
+    ([Node(), Node()], ("a",), [[1]], ValueError),      # a column too short
+    ([Slotted()], ("a",), [[1]], TypeError),            # no __dict__
+    ([Node()], ([],), [[1]], TypeError),                # a field that cannot be a key
+])
+def test_fill_attributes_refuses_what_does_not_fit(k, objs, fields, columns, error):
+    with pytest.raises(error):
+        k["fill_attributes"](objs, fields, columns)
 
 
 def test_fill_lists_extends_each_list_by_its_run(k):
@@ -386,6 +411,18 @@ def test_column_reads_agree(rows):
         as_lists(_speedups.slot_columns(descriptors, slotted, "A"))
     assert as_lists(kernels.PURE["dict_columns"](dicts, ("p", "q"))) == \
         as_lists(_speedups.dict_columns(dicts, ("p", "q")))
+    # and filled back, field by field, into objects some of which hold attributes
+    columns = kernels.PURE["dict_columns"](dicts, ("p", "q"))
+    filled = {}
+    for name, fill in (("py", kernels.PURE["fill_attributes"]),
+                       ("c", _speedups.fill_attributes)):
+        objs = [Node() for _ in dicts]
+        for obj, (_, _, swapped) in zip(objs, rows):
+            if swapped:
+                obj.q = "before"
+        fill(objs, ("q", "p"), columns[::-1])
+        filled[name] = [list(vars(o).items()) for o in objs]
+    assert filled["py"] == filled["c"]
 
 
 @needs_c
