@@ -295,17 +295,15 @@ class Batches:
             self.meet(new)
             return self.loops.fill_missing(self.by_object, objs, cells)
         memo = self.memo
+        keyed = not kinds.isdisjoint(self.keyed)
+        if keyed:                         # some may be in by_object only
+            self.remember(objs)
         ids, cells, new = self.loops.look_up_ids(memo, objs)
         if new:
-            keyed = not kinds.isdisjoint(self.keyed)
-            if keyed:                     # some may be in by_object only
+            self.meet(new)
+            if keyed:
                 self.remember(objs)
-                ids, cells, new = self.loops.look_up_ids(memo, objs)
-            if new:
-                self.meet(new)
-                if keyed:
-                    self.remember(objs)
-                cells = self.loops.fill_missing(memo, ids, cells)
+            cells = self.loops.fill_missing(memo, ids, cells)
         # met before but only mentioned ([None]): the walk visits them
         return cells
 

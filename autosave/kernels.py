@@ -1,7 +1,8 @@
 """The engine's per-reference loops, in Python, and in C when it was built.
 
 Each function is a pass over a column (a save's references, a load's index
-differences). The Python here is the definition; the extension ``autosave._speedups``
+differences); ``new_memo`` makes the memo a save looks objects up in, which the C
+keys by address (docs/speedups.md, "The memo"). The Python here is the definition; the extension ``autosave._speedups``
 (built from ``csrc/``) does the same in one pass where Python makes several, and is
 chosen once, below, when it was built and ``AUTOSAVE_PUREPYTHON`` is not set, as
 ``pickle`` picks ``_pickle``.
