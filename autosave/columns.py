@@ -85,6 +85,7 @@ class Batches:
         self.keyed = set()
         self.by_object = {}
         self.decided = set()           # classes a column has met
+        self.filed = ((), [])          # the objects add_all filed last, and their refs
 
     # -- meeting objects -------------------------------------------------------------
 
@@ -176,9 +177,10 @@ class Batches:
         n, serial = len(objs), self.serial
         self.serial += n
         if objs and objs[0].__class__ in self.keyed:     # one class: see meet_class
-            self.loops.file_all(self.by_object, objs, serial, False)   # and only there:
-        else:                                                       # cell_of
-            self.loops.file_all(self.memo, objs, serial, True)
+            refs = self.loops.file_all(self.by_object, objs, serial, False)   # and only
+        else:                                                          # there: cell_of
+            refs = self.loops.file_all(self.memo, objs, serial, True)
+        self.filed = (objs, refs)      # see refer
         batch.objs += objs
         if n:                          # a run of serials: see number()
             batch.serials.append(range(serial + 1, serial + n + 1))
@@ -293,7 +295,8 @@ class Batches:
             if not new:
                 return cells
             self.meet(new)
-            return self.loops.fill_missing(self.by_object, objs, cells)
+            return self.filed_as(objs, new) or \
+                self.loops.fill_missing(self.by_object, objs, cells)
         memo = self.memo
         keyed = not kinds.isdisjoint(self.keyed)
         if keyed:                         # some may be in by_object only
@@ -303,9 +306,17 @@ class Batches:
             self.meet(new)
             if keyed:
                 self.remember(objs)
-            cells = self.loops.fill_missing(memo, ids, cells)
+            cells = self.filed_as(objs, new) or self.loops.fill_missing(memo, ids, cells)
         # met before but only mentioned ([None]): the walk visits them
         return cells
+
+    def filed_as(self, objs, new):
+        """The cells of objs if meeting them filed them all, in this order, in one batch
+        (a column of objects met for the first time, each once: a common one): the
+        references that filing made, with no second lookup. Else None."""
+        if len(new) == len(objs) and self.filed[0] is new:
+            return self.filed[1]
+        return None
 
     def remember(self, objs):
         """Give the memo the references of the objects of keyed classes among objs

@@ -119,8 +119,9 @@ def test_look_up_ids_keys_by_identity_even_for_equal_objects(k, memo_type):
 def test_file_all_gives_each_object_its_reference(k):
     a, b = Node(), Node()
     table = {}
-    k["file_all"](table, [a, b], 5, False)
+    refs = k["file_all"](table, [a, b], 5, False)
     assert table == {a: (-6,), b: (-7,)}
+    assert refs == [(-6,), (-7,)] and refs[0] is table[a]     # the very references
     memo = k["new_memo"]()
     k["file_all"](memo, [a, b], 0, True)
     assert sorted(memo.items()) == sorted({id(a): (-1,), id(b): (-2,)}.items())
@@ -360,8 +361,8 @@ def test_save_loops_agree(column, known):
     for obj in column:                  # what meeting the missing ones does
         memo.setdefault(id(obj), [0])
     filed_py, filed_c = {}, {}
-    kernels.PURE["file_all"](filed_py, hashable, len(known), False)
-    _speedups.file_all(filed_c, hashable, len(known), False)
+    assert kernels.PURE["file_all"](filed_py, hashable, len(known), False) == \
+        _speedups.file_all(filed_c, hashable, len(known), False)
     assert filed_py == filed_c
     assert kernels.PURE["fill_missing"](memo, py[0], py[1]) == \
         _speedups.fill_missing(memo, c[0], c[1])
