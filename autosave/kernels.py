@@ -182,6 +182,13 @@ def fill_slots(descriptors, objs, columns):
         raise TypeError("fill_slots sets slots: member descriptors")
     if any(len(column) != len(objs) for column in columns):
         raise ValueError("a column is not as long as the objects")
+    cls = _one_plain_class(objs)
+    if cls is not None and all(_type_lookup(cls, d.__name__) is d for d in descriptors):
+        # setattr reaches the same descriptor, and calls it a quarter faster than the
+        # descriptor's own method-wrapper does
+        for descriptor, column in zip(descriptors, columns):
+            deque(map(setattr, objs, repeat(descriptor.__name__), column), 0)
+        return
     for descriptor, column in zip(descriptors, columns):
         deque(map(descriptor.__set__, objs, column), 0)
 
@@ -195,8 +202,46 @@ def fill_attributes(objs, fields, columns):
         raise ValueError("a column is not as long as the objects")
     if not fields:                    # nothing to set: no object is touched
         return
+    cls = _one_plain_class(objs)
+    if cls is not None and cls.__dictoffset__ and all(
+            type(f) is str and not _is_data_descriptor(_type_lookup(cls, f)) for f in fields):
+        # setattr then stores in the __dict__ (no descriptor or __setattr__ of the
+        # class's intervenes), with no dict built per object: a third faster
+        for field, column in zip(fields, columns):
+            deque(map(setattr, objs, repeat(field), column), 0)
+        return
     dicts = map(dict, map(zip, repeat(fields), zip(*columns)))
     deque(map(dict.update, map(vars, objs), dicts), 0)
+
+
+_NOTHING = object()
+
+
+def _one_plain_class(objs):
+    """The class of every obj when they share one whose instances set attributes as
+    ``object`` does (no ``__setattr__`` of its own); else None."""
+    if not objs:
+        return None
+    cls = type(objs[0])
+    if cls.__setattr__ is not object.__setattr__ or not all(
+            map(is_, map(type, objs), repeat(cls))):
+        return None
+    return cls
+
+
+def _type_lookup(cls, name):
+    """What attribute lookup on an instance of cls finds for name on the class (its
+    MRO, as ``object.__setattr__`` searches it), or _NOTHING."""
+    for klass in cls.__mro__:
+        namespace = klass.__dict__
+        if name in namespace:
+            return namespace[name]
+    return _NOTHING
+
+
+def _is_data_descriptor(attribute):
+    kind = type(attribute)
+    return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
 
 
 def fill_lists(lists, lengths, items):

@@ -307,6 +307,62 @@ def test_fill_attributes_sets_each_field_in_each_dict(k):
     k["fill_attributes"]([Slotted()], (), [])          # no field: nothing is touched
 
 
+class Guarded:
+    """Refuses attributes through __setattr__, and has a property named like a field:
+    a fill writes the __dict__ under both (the contract), never through them."""
+    def __setattr__(self, name, value):
+        raise AssertionError("a fill went through __setattr__")
+
+    @property
+    def shown(self):
+        return "the property"
+
+
+class Shadowing:
+    """A property over a field, with no __setattr__ of its own."""
+    @property
+    def shown(self):
+        return "the property"
+
+    @shown.setter
+    def shown(self, value):
+        raise AssertionError("a fill went through the property")
+
+
+class GuardedSlots(Slotted):
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        raise AssertionError("a fill went through __setattr__")
+
+
+class ShadowedSlots(Slotted):
+    __slots__ = ()
+
+    @property
+    def a(self):
+        return "the property"
+
+    @a.setter
+    def a(self, value):
+        raise AssertionError("a fill went through the property")
+
+
+@pytest.mark.parametrize("classes", [[Guarded] * 4, [Shadowing] * 4,
+                                     [Node, Guarded, Node, Shadowing]])
+def test_fill_attributes_writes_the_dict_under_any_setattr_or_descriptor(k, classes):
+    objs = [cls() for cls in classes]
+    k["fill_attributes"](objs, ("shown", "b"), [[1, 2, 3, 4], list("wxyz")])
+    assert [vars(o) for o in objs] == [{"shown": i, "b": c} for i, c in zip(range(1, 5), "wxyz")]
+
+
+@pytest.mark.parametrize("cls", [GuardedSlots, ShadowedSlots])
+def test_fill_slots_calls_the_slot_under_any_setattr_or_shadowing_property(k, cls):
+    objs = [cls(), cls(), Slotted()]
+    k["fill_slots"]([Slotted.a, Slotted.b], objs, [[1, 2, 3], list("xyz")])
+    assert [(Slotted.a.__get__(o), o.b) for o in objs] == [(1, "x"), (2, "y"), (3, "z")]
+
+
 @pytest.mark.parametrize("objs, fields, columns, error", [
     ([Node()], ("a",), [], ValueError),                 # no column for the field
     ([Node(), Node()], ("a",), [[1]], ValueError),      # a column too short
