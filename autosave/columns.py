@@ -20,8 +20,9 @@ references held by columns and records are written as indices.
 
 import inspect
 from bisect import bisect_right
+from collections import deque
 from itertools import chain, compress, repeat
-from operator import is_, not_
+from operator import is_, itemgetter, not_
 from types import MemberDescriptorType
 
 from .format import ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES
@@ -31,6 +32,7 @@ from .paths import placed, placed_cause
 from .registry import REGISTRY
 
 _ABSENT_TYPE = type(ABSENT)
+_first = itemgetter(0)
 _INLINE_COLUMN = INLINE_TYPES | {_ABSENT_TYPE}
 
 
@@ -66,7 +68,8 @@ class Batches:
         self.by_class = {}             # class -> Batch, or (class -> {shape: Batch})
         self.all = []
         self.serial = 0                # batch objects met so far
-        self.tail = None               # serial -> index, as tail[-serial] (number())
+        self.tail = None               # a cell's value -> its index (make_tail)
+        self.numbered = 0              # batch objects, once number() has run
         self.stale = []                # cells of batch objects met as records would be
         # Classes whose every instance is a batch object; a tuple of them and of
         # inline values can be built before any record, so it goes in a batch too.
@@ -85,7 +88,7 @@ class Batches:
         self.keyed = set()
         self.by_object = {}
         self.decided = set()           # classes a column has met
-        self.filed = ((), [])          # the objects add_all filed last, and their refs
+        self.filed = ((), None)        # the objects add_all filed last, and their serials
 
     # -- meeting objects -------------------------------------------------------------
 
@@ -177,13 +180,14 @@ class Batches:
         n, serial = len(objs), self.serial
         self.serial += n
         if objs and objs[0].__class__ in self.keyed:     # one class: see meet_class
-            refs = self.loops.file_all(self.by_object, objs, serial, False)   # and only
-        else:                                                          # there: cell_of
-            refs = self.loops.file_all(self.memo, objs, serial, True)
-        self.filed = (objs, refs)      # see refer
+            self.loops.file_all(self.by_object, objs, serial, False)   # and only
+        else:                                                   # there: cell_of
+            self.loops.file_all(self.memo, objs, serial, True)
+        serials = range(serial + 1, serial + n + 1)
+        self.filed = (objs, serials)   # see filed_as
         batch.objs += objs
         if n:                          # a run of serials: see number()
-            batch.serials.append(range(serial + 1, serial + n + 1))
+            batch.serials.append(serials)
 
     def meet(self, objs):
         """Objects a column refers to that the walk has not met, distinct, in order:
@@ -311,9 +315,10 @@ class Batches:
         return cells
 
     def filed_as(self, objs, new):
-        """The cells of objs if meeting them filed them all, in this order, in one batch
-        (a column of objects met for the first time, each once: a common one): the
-        references that filing made, with no second lookup. Else None."""
+        """If meeting objs filed them all, in this order, in one batch (a column of
+        objects met for the first time, each once: a common one), the range of their
+        serials, which stands for their cells: one run, so their indices will be
+        consecutive (``number``) and their differences ones. Else None."""
         if len(new) == len(objs) and self.filed[0] is new:
             return self.filed[1]
         return None
@@ -353,6 +358,7 @@ class Batches:
         self.run_indices = [index for _, index in runs]
         for cell in self.stale:
             cell[0] = self.index(cell[0][0])
+        self.numbered = start
         return start
 
     def index(self, value):
@@ -363,20 +369,27 @@ class Batches:
         r = bisect_right(self.run_serials, -value) - 1
         return self.run_indices[r] - value - self.run_serials[r]
 
-    def make_tail(self):
-        """``tail``, where tail[-serial] is the index: one slice assignment per run
-        (the runs, in serial order, cover serials 1..total), made once nothing else
-        of the walk's is held (its ints are many)."""
-        total = self.serial
-        tail = self.tail = [0] * total
+    def make_tail(self, indices):
+        """``tail``, what a cell's value names (``kernels.differences``): tail[i] is i
+        for each of the ``indices`` a cell holds (a record's, or a batch object's in a
+        stale cell), and tail[-serial] is a batch object's index, one slice assignment
+        per run (the runs, in serial order, cover serials 1..total). Made once nothing
+        else of the walk's is held (its ints are many)."""
+        total, batched = self.serial, self.numbered
+        tail = self.tail = [0] * batched          # no int for the batch indices no
+        tail += range(batched, indices)           # cell holds: the records'
+        stale = list(map(_first, self.stale))     # (a cell met as a record's, before its
+        deque(map(tail.__setitem__, stale, stale), 0)     # object was filed in a batch)
+        tail += repeat(0, total)
+        end = indices + total
         bounds = [*self.run_serials, total + 1]
         for first, stop, start in zip(bounds, bounds[1:], self.run_indices):
-            tail[total - stop + 1:total - first + 1] = range(
-                start + stop - first - 1, start - 1, -1)
+            tail[end - stop + 1:end - first + 1] = range(start + stop - first - 1, start - 1, -1)
 
-    def written(self):
-        """The batches as the body holds them: [t, n, column...], once indices are known."""
-        self.make_tail()
+    def written(self, indices):
+        """The batches as the body holds them: [t, n, column...], once the ``indices``
+        (batch objects, then records) are known."""
+        self.make_tail(indices)
         out = []
         for batch in self.all:
             if not batch.objs:             # every dict or tuple met was a record
@@ -388,16 +401,45 @@ class Batches:
                     columns.append([COLUMN_INLINE,
                                     list(chain.from_iterable(v for _, v in segments))])
                 elif kinds == {COLUMN_REFS}:
-                    columns.append([COLUMN_REFS, self.differences(
-                        chain.from_iterable(v for _, v in segments))])
+                    columns.append([COLUMN_REFS, self.differences([v for _, v in segments])])
                 else:
                     columns.append(self.mixed(segments))
             out.append([batch.t, len(batch.objs), *columns])
         return out
 
-    def differences(self, cells):
-        """The index differences that refer to the objects of these cells, in order."""
-        return self.loops.differences(cells, self.tail)
+    def differences(self, parts):
+        """The index differences that refer to the objects of these parts' cells, in
+        order. A part is a list of cells, or a range of serials filed as one run
+        (``filed_as``), whose indices follow one another: its differences are ones,
+        after the first."""
+        out, last, cells = [], 0, []
+        for part in parts:
+            if part.__class__ is not range:
+                cells.append(part)
+                continue
+            if not part:
+                continue
+            if cells:
+                last = self.cells_after(out, last, cells)
+                cells = []
+            first = self.tail[-part.start]
+            out.append(first - last)
+            out += repeat(1, len(part) - 1)
+            last = first + len(part) - 1
+        if cells:
+            self.cells_after(out, last, cells)
+        return out
+
+    def cells_after(self, out, last, parts):
+        """Append to out the differences of the cells of parts, the first taken from
+        index last; returns the index of the last cell (or last, when there is none)."""
+        cells = list(chain.from_iterable(parts))
+        if not cells:
+            return last
+        differences = self.loops.differences(cells, self.tail)
+        differences[0] -= last
+        out += differences
+        return self.tail[cells[-1][0]]
 
     def mixed(self, segments):
         masks, inline, refs = [], [], []
@@ -413,7 +455,7 @@ class Batches:
                 inline.append(values[1])
                 refs.append(values[2])
         return [COLUMN_MIXED, b"".join(masks), list(chain.from_iterable(inline)),
-                self.differences(chain.from_iterable(refs))]
+                self.differences(refs)]
 
 
 

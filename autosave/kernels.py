@@ -14,7 +14,7 @@ import os
 import threading
 from collections import deque
 from itertools import accumulate, chain, compress, islice, repeat
-from operator import attrgetter, is_, itemgetter, not_, sub
+from operator import attrgetter, is_, itemgetter, sub
 from types import MemberDescriptorType, SimpleNamespace
 
 _first = itemgetter(0)
@@ -81,9 +81,13 @@ def dict_columns(objs, shape):
 def split(column, inline_types):
     """(mask, inline, refs): a mask byte 0 for each item whose type is in
     ``inline_types`` and 1 for any other, then the items of each kind, in order."""
-    inline = list(map(inline_types.__contains__, map(type, column)))
-    return (bytes(map(not_, inline)), list(compress(column, inline)),
-            list(compress(column, map(not_, inline))))
+    # compress takes the mask's bytes as they are, and its opposite made by translate:
+    # no bool per item, and no second pass of type() or not_
+    mask = bytes(map(dict.fromkeys(inline_types, 0).get, map(type, column), repeat(1)))
+    return mask, list(compress(column, mask.translate(_FLIP))), list(compress(column, mask))
+
+
+_FLIP = bytes([1, 0]) + bytes(254)
 
 
 def look_up(table, objs):
@@ -136,14 +140,10 @@ def list_columns(lists):
 
 
 def differences(cells, tail):
-    """The differences of the indices the cells name, in order: a cell ``[i]`` with
-    i >= 0 names index i, a cell ``(-serial,)`` names ``tail[-serial]``."""
-    index = list(map(_first, cells))
-    if index and min(index) < 0:
-        if max(index) < 0:
-            index = list(map(tail.__getitem__, index))
-        else:
-            index = [i if i >= 0 else tail[i] for i in index]
+    """The differences of the indices the cells name, in order: a cell holding v
+    names ``tail[v]`` (the save's tail maps a record's index to itself, and a batch
+    object's cell ``(-serial,)`` to its index)."""
+    index = list(map(tail.__getitem__, map(_first, cells)))
     return list(map(sub, index, chain((0,), index)))
 
 

@@ -259,7 +259,9 @@ cell_value(PyObject *cell, Py_ssize_t *value)
 }
 
 /* differences(cells, tail) -> the differences of the indices the cells name: a cell
- * holding i >= 0 names index i; one holding -serial names tail[-serial]. */
+ * holding v names tail[v], a negative v counting from the end as Python's indexing
+ * does (the save's tail maps records' indices to themselves, and -serial to a batch
+ * object's index). */
 PyObject *
 autosave_differences(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -278,23 +280,19 @@ autosave_differences(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_ssize_t value, index;
         if (cell_value(PyTuple_GET_ITEM(items, i), &value) < 0)
             goto fail;
-        if (value >= 0)
-            index = value;
-        else {
-            Py_ssize_t size = PyList_GET_SIZE(tail);   /* tail is ours: never resized */
-            if (value < -size) {
-                PyErr_SetString(PyExc_IndexError, "a serial past the tail");
-                goto fail;
-            }
-            PyObject *mapped = PyList_GET_ITEM(tail, size + value);
-            if (!PyLong_Check(mapped)) {
-                PyErr_SetString(PyExc_TypeError, "the tail holds ints");
-                goto fail;
-            }
-            index = PyLong_AsSsize_t(mapped);
-            if (index == -1 && PyErr_Occurred())
-                goto fail;
+        Py_ssize_t size = PyList_GET_SIZE(tail);   /* tail is ours: never resized */
+        if (value < -size || value >= size) {
+            PyErr_SetString(PyExc_IndexError, "a cell past the tail");
+            goto fail;
         }
+        PyObject *mapped = PyList_GET_ITEM(tail, value < 0 ? size + value : value);
+        if (!PyLong_Check(mapped)) {
+            PyErr_SetString(PyExc_TypeError, "the tail holds ints");
+            goto fail;
+        }
+        index = PyLong_AsSsize_t(mapped);
+        if (index == -1 && PyErr_Occurred())
+            goto fail;
         PyObject *d = PyLong_FromSsize_t(index - previous);
         if (d == NULL)
             goto fail;
