@@ -336,11 +336,11 @@ class Batches:
         object of a class with no handler yet is new, so this decides nothing early."""
         self.decided |= kinds
         new = {cls for cls in kinds if cls not in self.by_class and self.batched(cls)}
-        if new:
-            classes = list(map(type, objs))
-            for cls in dict.fromkeys(classes):
-                if cls in new:
-                    self.decide(cls, objs[classes.index(cls)])
+        # where each first is: a search that stops there, not a list of every class
+        first = {cls: next(compress(range(len(objs)), map(is_, map(type, objs), repeat(cls))))
+                 for cls in new}
+        for cls in sorted(new, key=first.__getitem__):
+            self.decide(cls, objs[first[cls]])
 
     # -- the end of the walk -------------------------------------------------------------
 

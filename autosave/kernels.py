@@ -14,7 +14,7 @@ import os
 import threading
 from collections import deque
 from itertools import accumulate, chain, compress, islice, repeat
-from operator import attrgetter, is_, itemgetter, sub
+from operator import attrgetter, is_, is_not, itemgetter, sub
 from types import MemberDescriptorType, SimpleNamespace
 
 _first = itemgetter(0)
@@ -35,10 +35,10 @@ def shapes(objs):
     in the order first met, and the position in distinct of each obj's (None when
     there is one)."""
     # One shape is the common case: it needs no list of every object's keys.
-    distinct = list(dict.fromkeys(map(tuple, map(dict.keys, map(vars, objs)))))
+    distinct = list(dict.fromkeys(map(tuple, map(vars, objs))))
     if len(distinct) < 2:
         return distinct, None
-    keys = map(tuple, map(dict.keys, map(vars, objs)))
+    keys = map(tuple, map(vars, objs))
     return distinct, list(map({k: i for i, k in enumerate(distinct)}.__getitem__, keys))
 
 
@@ -96,6 +96,8 @@ def look_up(table, objs):
     cells = list(map(table.get, objs))
     if None not in cells:
         return cells, []
+    if not any(map(is_not, cells, repeat(None))):        # all new
+        return cells, list(dict.fromkeys(objs))
     return cells, list(dict.fromkeys(compress(objs, map(is_, cells, repeat(None)))))
 
 
@@ -113,6 +115,8 @@ def look_up_ids(memo, objs):
     cells = list(map(memo.get, ids))
     if None not in cells:
         return ids, cells, []
+    if not any(map(is_not, cells, repeat(None))):        # all new
+        return ids, cells, list(dict(zip(ids, objs)).values())
     new = list(map(is_, cells, repeat(None)))
     return ids, cells, list(dict(zip(compress(ids, new), compress(objs, new))).values())
 
