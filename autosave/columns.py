@@ -398,8 +398,10 @@ class Batches:
             for segments in batch.segments:
                 kinds = {k for k, _ in segments}
                 if kinds == {COLUMN_INLINE}:
-                    columns.append([COLUMN_INLINE,
-                                    list(chain.from_iterable(v for _, v in segments))])
+                    values = segments[0][1]     # taken in one step: as it is (a list or,
+                    if len(segments) > 1:       # from a row per object, a tuple)
+                        values = list(chain.from_iterable(v for _, v in segments))
+                    columns.append([COLUMN_INLINE, values])
                 elif kinds == {COLUMN_REFS}:
                     columns.append([COLUMN_REFS, self.differences([v for _, v in segments])])
                 else:
