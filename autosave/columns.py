@@ -308,8 +308,8 @@ class Batches:
         ids, cells, new = self.loops.look_up_ids(memo, objs)
         if new:
             self.meet(new)
-            if keyed:
-                self.remember(objs)
+            if keyed:                     # filed in bulk just now: in by_object only
+                self.remember(new)
             cells = self.filed_as(objs, new) or self.loops.fill_missing(memo, ids, cells)
         # met before but only mentioned ([None]): the walk visits them
         return cells
