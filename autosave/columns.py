@@ -189,10 +189,12 @@ class Batches:
         if n:                          # a run of serials: see number()
             batch.serials.append(serials)
 
-    def meet(self, objs):
+    def meet(self, objs, classes):
         """Objects a column refers to that the walk has not met, distinct, in order:
-        filed in batches in bulk where they share a batched class, else mentioned."""
-        kinds = self.loops.first_kinds(objs)
+        filed in batches in bulk where they share a batched class, else mentioned.
+        ``classes``: the column's (a superset of theirs)."""
+        # one class in the column (the common case): no pass to find the objects' own
+        kinds = list(classes) if len(classes) == 1 else self.loops.first_kinds(objs)
         if len(kinds) == 1:
             self.meet_class(kinds[0], objs)
             return
@@ -298,7 +300,7 @@ class Batches:
             cells, new = self.loops.look_up(self.by_object, objs)
             if not new:
                 return cells
-            self.meet(new)
+            self.meet(new, kinds)
             return self.filed_as(objs, new) or \
                 self.loops.fill_missing(self.by_object, objs, cells)
         memo = self.memo
@@ -307,7 +309,7 @@ class Batches:
             self.remember(objs)
         ids, cells, new = self.loops.look_up_ids(memo, objs)
         if new:
-            self.meet(new)
+            self.meet(new, kinds)
             if keyed:                     # filed in bulk just now: in by_object only
                 self.remember(new)
             cells = self.filed_as(objs, new) or self.loops.fill_missing(memo, ids, cells)
