@@ -177,9 +177,8 @@ autosave_look_up_ids(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return look_up_in(args[0], args[1], 1);
 }
 
-/* file_all(table, objs, serial, by_id) -> refs: table[key] = (-(serial + 1 + i),) for
- * the i-th obj, keyed by the object itself, or by id() when by_id: each object's
- * reference, returned in order. */
+/* file_all(table, objs, serial, by_id) -> None: table[key] = (-(serial + 1 + i),) for
+ * the i-th obj, keyed by the object itself, or by id() when by_id. */
 PyObject *
 autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -201,13 +200,10 @@ autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (items == NULL)
         return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(items);
-    PyObject *refs = NULL;
     if (serial < 0 || serial > PY_SSIZE_T_MAX - n) {
         PyErr_SetString(PyExc_OverflowError, "serials past the largest index");
         goto fail;
     }
-    if ((refs = PyList_New(n)) == NULL)
-        goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *obj = PyTuple_GET_ITEM(items, i);
         PyObject *ref = PyTuple_New(1);
@@ -220,19 +216,17 @@ autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto fail;
         }
         PyTuple_SET_ITEM(ref, 0, value);
-        PyList_SET_ITEM(refs, i, ref);               /* the list holds it now */
         int failed = memo ? memo_set((MemoObject *)table, key, ref)
                           : PyDict_SetItem(table, key, ref);
         Py_DECREF(key);
+        Py_DECREF(ref);                              /* the table holds it now */
         if (failed < 0)
             goto fail;
     }
     Py_DECREF(items);
-    return refs;
+    Py_RETURN_NONE;
 fail:
-    /* A list from PyList_New holds NULLs past i, which its dealloc skips. */
     Py_DECREF(items);
-    Py_XDECREF(refs);
     return NULL;
 }
 

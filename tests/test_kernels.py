@@ -119,9 +119,8 @@ def test_look_up_ids_keys_by_identity_even_for_equal_objects(k, memo_type):
 def test_file_all_gives_each_object_its_reference(k):
     a, b = Node(), Node()
     table = {}
-    refs = k["file_all"](table, [a, b], 5, False)
+    assert k["file_all"](table, [a, b], 5, False) is None
     assert table == {a: (-6,), b: (-7,)}
-    assert refs == [(-6,), (-7,)] and refs[0] is table[a]     # the very references
     memo = k["new_memo"]()
     k["file_all"](memo, [a, b], 0, True)
     assert sorted(memo.items()) == sorted({id(a): (-1,), id(b): (-2,)}.items())
