@@ -378,10 +378,12 @@ class Batches:
         per run (the runs, in serial order, cover serials 1..total). Made once nothing
         else of the walk's is held (its ints are many)."""
         total, batched = self.serial, self.numbered
-        tail = self.tail = [0] * batched          # no int for the batch indices no
-        tail += range(batched, indices)           # cell holds: the records'
-        stale = list(map(_first, self.stale))     # (a cell met as a record's, before its
-        deque(map(tail.__setitem__, stale, stale), 0)     # object was filed in a batch)
+        # The records' indices map to themselves; of the batch objects' indices, only
+        # those stale cells hold do (an int each for them, not for all).
+        tail = self.tail = [0] * batched
+        tail += range(batched, indices)
+        stale = list(map(_first, self.stale))
+        deque(map(tail.__setitem__, stale, stale), 0)
         tail += repeat(0, total)
         end = indices + total
         bounds = [*self.run_serials, total + 1]
