@@ -249,7 +249,15 @@ cell_value(PyObject *cell, Py_ssize_t *value)
         return -1;
     }
     *value = PyLong_AsSsize_t(v);
-    return (*value == -1 && PyErr_Occurred()) ? -1 : 0;
+    if (*value == -1 && PyErr_Occurred()) {
+        /* Too big for an index is past any tail: the IndexError Python's indexing gives */
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_IndexError, "a cell past the tail");
+        }
+        return -1;
+    }
+    return 0;
 }
 
 /* differences(cells, tail) -> the differences of the indices the cells name: a cell

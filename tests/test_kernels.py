@@ -425,7 +425,8 @@ def test_save_loops_agree(column, known):
     assert kernels.PURE["list_columns"](lists) == _speedups.list_columns(lists)
 
 
-cells = st.one_of(st.integers(1, 14).map(lambda s: (-s,)), st.integers(0, 14).map(lambda i: [i]))
+cells = st.one_of(st.integers(1, 14).map(lambda s: (-s,)), st.integers(0, 14).map(lambda i: [i]),
+                  st.sampled_from([(2 ** 63,), [-2 ** 63 - 1], [2 ** 70]]))   # past any index
 
 
 @needs_c
