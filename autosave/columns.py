@@ -69,7 +69,6 @@ class Batches:
         self.all = []
         self.serial = 0                # batch objects met so far
         self.tail = None               # a cell's value -> its index (make_tail)
-        self.numbered = 0              # batch objects, once number() has run
         self.stale = []                # cells of batch objects met as records would be
         # Classes whose every instance is a batch object; a tuple of them and of
         # inline values can be built before any record, so it goes in a batch too.
@@ -360,7 +359,6 @@ class Batches:
         self.run_indices = [index for _, index in runs]
         for cell in self.stale:
             cell[0] = self.index(cell[0][0])
-        self.numbered = start
         return start
 
     def index(self, value):
@@ -371,13 +369,14 @@ class Batches:
         r = bisect_right(self.run_serials, -value) - 1
         return self.run_indices[r] - value - self.run_serials[r]
 
-    def make_tail(self, indices):
+    def make_tail(self, batched, indices):
         """``tail``, what a cell's value names (``kernels.differences``): tail[i] is i
         for each of the ``indices`` a cell holds (a record's, or a batch object's in a
-        stale cell), and tail[-serial] is a batch object's index, one slice assignment
-        per run (the runs, in serial order, cover serials 1..total). Made once nothing
-        else of the walk's is held (its ints are many)."""
-        total, batched = self.serial, self.numbered
+        stale cell; the first ``batched`` are the batch objects'), and tail[-serial] is
+        a batch object's index, one slice assignment per run (the runs, in serial
+        order, cover serials 1..total). Made once nothing else of the walk's is held
+        (its ints are many)."""
+        total = self.serial
         # The records' indices map to themselves; of the batch objects' indices, only
         # those stale cells hold do (an int each for them, not for all).
         tail = self.tail = [0] * batched
@@ -390,10 +389,10 @@ class Batches:
         for first, stop, start in zip(bounds, bounds[1:], self.run_indices):
             tail[end - stop + 1:end - first + 1] = range(start + stop - first - 1, start - 1, -1)
 
-    def written(self, indices):
+    def written(self, batched, indices):
         """The batches as the body holds them: [t, n, column...], once the ``indices``
-        (batch objects, then records) are known."""
-        self.make_tail(indices)
+        (the ``batched`` objects' first, then the records') are known."""
+        self.make_tail(batched, indices)
         out = []
         for batch in self.all:
             if not batch.objs:             # every dict or tuple met was a record

@@ -170,7 +170,7 @@ class Walker:
         # goes before the columns are written, so the two are never held together.
         self.memo.clear()
         batches.by_object.clear()
-        written = batches.written(first + len(self.cells))
+        written = batches.written(first, first + len(self.cells))
         self.unset += batches.unset
         return self.types, self.records, self.root_reference(root_value), written
 

@@ -228,7 +228,8 @@ autosave_fill_lists(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 /* fill_attributes(objs, fields, columns): vars(objs[i])[fields[j]] = columns[j][i] for
  * every object and field, in the order of fields: each object's __dict__ looked up once
- * and filled, where the Python builds a dict per object to update it with. ValueError
+ * and filled (the Python sets a field at a time, or updates each __dict__ with a dict
+ * built per object where setattr could run the class's own code). ValueError
  * unless there is one column per field, each as long as objs; TypeError for an object
  * whose __dict__ is not a dict. Looking __dict__ up, hashing a field and freeing a
  * value a field held may run Python: everything walked is a copy, and each column's
