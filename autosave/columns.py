@@ -11,9 +11,11 @@ each. An object of a batch needs no record before the ones referring to it:
 a load allocates every batch object first, so nothing refers to one "too early".
 
 The walk (``walk.Walker``) meets batch objects in records and in columns; each is
-numbered in the order it is met, and its memo entry is the 1-tuple ``(-serial,)``
-(48 bytes, made at C speed by ``zip``): its *reference*, which the walk's cells and
-``SetOrder`` read as they read a record's cell. When the walk ends and every batch's
+numbered in the order it is met, and its memo entry is the int ``-serial``: its
+*reference* (an int, not a cell: no object per reference but the int, and columns'
+references index the tail as they are). A record holds it as ``(-serial,)``, which
+``mention`` and ``Walker.cell_of`` make, so that the walk's cells and ``SetOrder`` read
+it as they read a record's cell. When the walk ends and every batch's
 size is known, ``Batches.number`` maps serials to indices (``tail[-serial]``), and the
 references held by columns and records are written as indices.
 """
@@ -133,13 +135,13 @@ class Batches:
         if kind == "dict":
             def file_dict(obj):
                 cell = memo[id(obj)]
-                cell[0] = add(batch(tuple(obj.__dict__)), obj)
+                cell[0] = (add(batch(tuple(obj.__dict__)), obj),)
                 stale(cell)
             return file_dict
 
         def file(obj):
             cell = memo[id(obj)]         # what records met so far hold: now the reference
-            cell[0] = add(batch, obj)
+            cell[0] = (add(batch, obj),)
             stale(cell)                  # columns may hold it too: numbered at the end
         return file
 
@@ -156,13 +158,13 @@ class Batches:
             if not fits(obj):
                 return record(obj)
             cell = memo[id(obj)]
-            cell[0] = add(batch, obj)
+            cell[0] = (add(batch, obj),)
             stale(cell)
         return file_or_record
 
     def add(self, batch, obj):
         serial = self.serial = self.serial + 1
-        ref = (-serial,)
+        ref = -serial
         self.memo[id(obj)] = ref
         if obj.__class__ in self.keyed:
             self.by_object[obj] = ref
@@ -444,7 +446,8 @@ class Batches:
         differences = self.loops.differences(cells, self.tail)
         differences[0] -= last
         out += differences
-        return self.tail[cells[-1][0]]
+        cell = cells[-1]
+        return self.tail[cell if cell.__class__ is int else cell[0]]
 
     def mixed(self, segments):
         masks, inline, refs = [], [], []

@@ -32,7 +32,7 @@ MANIFEST = "autosave_manifest.json"
 # save factories take a saver.SaveContext offering SAVE_OPERATIONS and return handlers
 # obj -> record; load factories take (saved field names, plain, built objects).
 # Every generated module states the ABI and the operations it uses, first thing.
-SAVE_ABI = 3
+SAVE_ABI = 4
 SAVE_OPERATIONS = ("type_index", "lookup", "mention", "fallback")
 INLINE = INLINE_TYPES     # what a record holds as itself: generated code tests against it
 

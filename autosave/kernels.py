@@ -17,9 +17,6 @@ from itertools import accumulate, chain, compress, islice, repeat
 from operator import attrgetter, is_, is_not, itemgetter, sub
 from types import MemberDescriptorType, SimpleNamespace
 
-_first = itemgetter(0)
-
-
 def kinds(column):
     """The set of the types of column's items."""
     return set(map(type, column))
@@ -122,10 +119,11 @@ def look_up_ids(memo, objs):
 
 
 def file_all(table, objs, serial, by_id):
-    """Give the i-th obj its reference, the 1-tuple ``(-(serial + 1 + i),)``, in table,
-    keyed by the object itself or, ``by_id``, by ``id(obj)``."""
-    # no list of the references: a third faster than making one first
-    refs = zip(range(-serial - 1, -serial - len(objs) - 1, -1))
+    """Give the i-th obj its reference, the int ``-(serial + 1 + i)``, in table, keyed
+    by the object itself or, ``by_id``, by ``id(obj)``."""
+    # no list of the references, and no object per reference but its int: made as the
+    # dict takes them
+    refs = range(-serial - 1, -serial - len(objs) - 1, -1)
     table.update(zip(map(id, objs) if by_id else objs, refs))
 
 
@@ -143,10 +141,16 @@ def list_columns(lists):
 
 
 def differences(cells, tail):
-    """The differences of the indices the cells name, in order: a cell holding v
-    names ``tail[v]`` (the save's tail maps a record's index to itself, and a batch
-    object's cell ``(-serial,)`` to its index)."""
-    index = list(map(tail.__getitem__, map(_first, cells)))
+    """The differences of the indices the cells name, in order. A cell is a batch
+    object's reference, an int v naming ``tail[v]`` (``-serial``: the save's tail maps
+    it to the object's index), or a record's, the list ``[v]`` naming ``tail[v]`` (a
+    record's index: the tail maps it to itself)."""
+    if cells.__class__ is not list:
+        cells = list(cells)         # read twice when a record's cell is among them
+    try:
+        index = list(map(tail.__getitem__, cells))
+    except TypeError:               # a record's cell among them: a pass that opens it
+        index = [tail[c[0] if c.__class__ is list else c] for c in cells]
     return list(map(sub, index, chain((0,), index)))
 
 

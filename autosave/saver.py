@@ -31,7 +31,8 @@ class SaveContext:
 
     * ``type_index(key, name, version, fields)`` the type-table index of a layout
     * ``lookup(id(obj))`` obj's cell if the walk has one: ``[None]`` mentioned, not
-      written yet; ``[False]`` in progress; ``[index]`` written
+      written yet; ``[False]`` in progress; ``[index]`` written; or, for an object
+      saved in a batch, its reference, an int (a record holds ``mention(obj)`` then)
     * ``mention(obj)`` what a record holds for a non-inline ``obj``: its cell,
       scheduling its visit if it is not written yet
     * ``fallback(cls)`` the reflective handler of cls, for the instances generated code
@@ -82,7 +83,7 @@ class Saver(Walker):
             if not isinstance(e, FormatError) or not hasattr(e, "record"):
                 raise SaveError(f"this graph would save but not load: {e}", "root") from e
             index = self.first_record + e.record
-            ids = {i for i, cell in self.memo.items() if cell[0] == index}
+            ids = {i for i, cell in self.memo.items() if cell.__class__ is list and cell[0] == index}
             path = find_path(self.root, None, self.made, lambda obj: id(obj) in ids)
             raise SaveError(f"this graph would save but not load: its {e}", path) from None
         finally:

@@ -46,7 +46,8 @@ class Walker:
         self.records = []
         self.loops = kernels.loops()     # chosen once: the memo is made by them
         self.memo = self.loops.new_memo()   # id(obj) -> its cell: [None] unvisited, [False] in
-                                 # progress, [index] once its record is emitted
+                                 # progress, [index] once its record is emitted; or a
+                                 # batch object's reference, -serial (columns.py)
         self.stack = []
         self.weak = []           # (holder, adapter, [(strong values, target)]): see write_weak
         self.handlers = {}       # class -> fn(obj) -> record
@@ -76,7 +77,7 @@ class Walker:
         cell = self.memo.get(id(obj))
         if cell is None and obj.__class__ in self.batches.keyed:
             cell = self.batches.by_object.get(obj)
-        return cell
+        return (cell,) if cell.__class__ is int else cell
 
     def _make_mention(self):
         memo, push, prims = self.memo, self.stack.append, self.prims
@@ -88,6 +89,8 @@ class Walker:
             its visit, depth-first, if it has none yet)."""
             cell = memo_get(id(obj))
             if cell is not None:
+                if cell.__class__ is int:
+                    return (cell,)
                 if cell[0] is None:
                     push(obj)            # mentioned, not visited yet: visit it here
                 return cell
@@ -97,7 +100,7 @@ class Walker:
                 ref = by_object.get(obj)
                 if ref is not None:
                     memo[id(obj)] = ref
-                    return ref
+                    return (ref,)
             cell = memo[id(obj)] = [None]
             push(obj)
             return cell
@@ -105,7 +108,7 @@ class Walker:
         def refs(tindex, parts):
             # a written or in-progress object's cell without a call; mention() the rest
             rec = [v if v.__class__ in prims else
-                   c if (c := memo_get(id(v))) is not None and c[0] is not None else
+                   c if (c := memo_get(id(v))).__class__ is list and c[0] is not None else
                    mention(v) for v in parts]
             rec.insert(0, tindex)
             return rec
@@ -195,7 +198,7 @@ class Walker:
                 emit_record(cell, pop())
                 continue
             cell = memo[id(obj)]
-            if cell[0] is not None:          # visited through another path meanwhile
+            if cell.__class__ is not list or cell[0] is not None:   # visited meanwhile
                 continue
             cell[0] = False
             base = len(stack)

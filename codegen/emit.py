@@ -132,7 +132,7 @@ class ModuleWriter:
                 out.append(f"        if {n}.__class__ not in _INLINE:")
             out += [
                 f"            c = lookup(id({n}))",
-                f"            {n} = c if c is not None and c[0] is not None else mention({n})",
+                f"            {n} = c if c.__class__ is list and c[0] is not None else mention({n})",
             ]
         out += [
             f"        return [t, {', '.join(names)}]",
@@ -200,7 +200,7 @@ class ModuleWriter:
             f"            t = shapes[shape] = type_index(({alias}, shape), {schema.name!r}, "
             f"{schema.version}, shape)",
             "        rec = [v if v.__class__ in _INLINE else",
-            "               c if (c := lookup(id(v))) is not None and c[0] is not None else",
+            "               c if (c := lookup(id(v))).__class__ is list and c[0] is not None else",
             "               mention(v) for v in d.values()]",
             "        rec.insert(0, t)",
             "        return rec",

@@ -177,7 +177,7 @@ autosave_look_up_ids(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return look_up_in(args[0], args[1], 1);
 }
 
-/* file_all(table, objs, serial, by_id) -> None: table[key] = (-(serial + 1 + i),) for
+/* file_all(table, objs, serial, by_id) -> None: table[key] = -(serial + 1 + i) for
  * the i-th obj, keyed by the object itself, or by id() when by_id. */
 PyObject *
 autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -206,16 +206,13 @@ autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *obj = PyTuple_GET_ITEM(items, i);
-        PyObject *ref = PyTuple_New(1);
         PyObject *key = memo ? Py_NewRef(obj) : by_id ? PyLong_FromVoidPtr(obj) : Py_NewRef(obj);
-        PyObject *value = PyLong_FromSsize_t(-(serial + 1 + i));
-        if (ref == NULL || key == NULL || value == NULL) {
-            Py_XDECREF(ref);
+        PyObject *ref = PyLong_FromSsize_t(-(serial + 1 + i));
+        if (key == NULL || ref == NULL) {
             Py_XDECREF(key);
-            Py_XDECREF(value);
+            Py_XDECREF(ref);
             goto fail;
         }
-        PyTuple_SET_ITEM(ref, 0, value);
         int failed = memo ? memo_set((MemoObject *)table, key, ref)
                           : PyDict_SetItem(table, key, ref);
         Py_DECREF(key);
@@ -230,40 +227,43 @@ fail:
     return NULL;
 }
 
-/* The int a cell holds: cell[0] of a tuple or list cell. */
+/* The index a cell names in a tail of size entries, as Python's tail[v] finds it: v
+ * is the cell itself, or the first item of a list cell (a record's); anything with
+ * __index__ indexes, a negative value counting from the end; TypeError for anything
+ * else, IndexError past either end (too big for an index included). */
 static int
-cell_value(PyObject *cell, Py_ssize_t *value)
+cell_value(PyObject *cell, Py_ssize_t size, Py_ssize_t *value)
 {
-    PyObject *v;
-    if (PyTuple_Check(cell) && PyTuple_GET_SIZE(cell) > 0)
-        v = PyTuple_GET_ITEM(cell, 0);
-    else if (PyList_Check(cell) && PyList_GET_SIZE(cell) > 0)
-        v = PyList_GET_ITEM(cell, 0);
-    else {
-        PyErr_Format(PyExc_TypeError, "a cell is a non-empty tuple or list, not %.100s",
-                     Py_TYPE(cell)->tp_name);
-        return -1;
-    }
-    if (!PyLong_Check(v)) {
-        PyErr_Format(PyExc_TypeError, "a cell holds an int, not %.100s", Py_TYPE(v)->tp_name);
-        return -1;
-    }
-    *value = PyLong_AsSsize_t(v);
-    if (*value == -1 && PyErr_Occurred()) {
-        /* Too big for an index is past any tail: the IndexError Python's indexing gives */
-        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
-            PyErr_Clear();
-            PyErr_SetString(PyExc_IndexError, "a cell past the tail");
+    PyObject *v = cell;
+    if (PyList_CheckExact(cell)) {
+        if (PyList_GET_SIZE(cell) == 0) {
+            PyErr_SetString(PyExc_IndexError, "an empty cell");
+            return -1;
         }
+        v = PyList_GET_ITEM(cell, 0);
+    }
+    if (!PyIndex_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "a cell names an int, not %.100s", Py_TYPE(v)->tp_name);
         return -1;
     }
+    Py_INCREF(v);                      /* __index__ may run code that drops the cell */
+    *value = PyNumber_AsSsize_t(v, PyExc_IndexError);
+    Py_DECREF(v);
+    if (*value == -1 && PyErr_Occurred())
+        return -1;
+    if (*value < -size || *value >= size) {
+        PyErr_SetString(PyExc_IndexError, "a cell past the tail");
+        return -1;
+    }
+    if (*value < 0)
+        *value += size;
     return 0;
 }
 
 /* differences(cells, tail) -> the differences of the indices the cells name: a cell
- * holding v names tail[v], a negative v counting from the end as Python's indexing
- * does (the save's tail maps records' indices to themselves, and -serial to a batch
- * object's index). */
+ * v (a batch object's reference, -serial) or [v] (a record's) names tail[v] (the
+ * save's tail maps -serial to a batch object's index, and records' indices to
+ * themselves). */
 PyObject *
 autosave_differences(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -279,15 +279,15 @@ autosave_differences(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if ((out = PyList_New(n)) == NULL)
         goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t value, index;
-        if (cell_value(PyTuple_GET_ITEM(items, i), &value) < 0)
+        Py_ssize_t at, index;
+        /* tail is ours and never resized, but a cell's __index__ is read first */
+        if (cell_value(PyTuple_GET_ITEM(items, i), PyList_GET_SIZE(tail), &at) < 0)
             goto fail;
-        Py_ssize_t size = PyList_GET_SIZE(tail);   /* tail is ours: never resized */
-        if (value < -size || value >= size) {
+        if (at >= PyList_GET_SIZE(tail)) {
             PyErr_SetString(PyExc_IndexError, "a cell past the tail");
             goto fail;
         }
-        PyObject *mapped = PyList_GET_ITEM(tail, value < 0 ? size + value : value);
+        PyObject *mapped = PyList_GET_ITEM(tail, at);
         if (!PyLong_Check(mapped)) {
             PyErr_SetString(PyExc_TypeError, "the tail holds ints");
             goto fail;

@@ -470,7 +470,7 @@ def test_manifest_labels_keep_an_old_save_loading_after_an_edit(tmp_path):
 
 
 @pytest.mark.parametrize("change, why", [
-    (("_require_abi(3,", "_require_abi(2,"), "for interface version 2"),
+    (("_require_abi(4,", "_require_abi(3,"), "for interface version 3"),   # the last one
     (("uses=('type_index',", "uses=('memo', 'type_index',"), "does not offer (memo)"),
 ])
 def test_generated_code_of_another_interface_is_refused_loudly(tmp_path, change, why):

@@ -120,10 +120,10 @@ def test_file_all_gives_each_object_its_reference(k):
     a, b = Node(), Node()
     table = {}
     assert k["file_all"](table, [a, b], 5, False) is None
-    assert table == {a: (-6,), b: (-7,)}
+    assert table == {a: -6, b: -7}
     memo = k["new_memo"]()
     k["file_all"](memo, [a, b], 0, True)
-    assert sorted(memo.items()) == sorted({id(a): (-1,), id(b): (-2,)}.items())
+    assert sorted(memo.items()) == sorted({id(a): -1, id(b): -2}.items())
     k["file_all"](memo, [], 9, True)
     assert len(memo) == 2
 
@@ -142,9 +142,20 @@ def test_list_columns_are_the_lengths_then_the_items(k):
 
 def test_differences_map_cells_through_the_tail(k):
     tail = [0, 1, 2, 3, 4, 5, 30, 20, 10]   # tail[-1] = 10, tail[-3] = 30, tail[5] = 5
-    assert k["differences"]([(-1,), (-3,), (-2,)], tail) == [10, 20, -10]
-    assert k["differences"](iter([[5], (-1,), [0]]), tail) == [5, 5, -10]
+    assert k["differences"]([-1, -3, -2], tail) == [10, 20, -10]      # batch objects'
+    assert k["differences"](iter([[5], -1, [0]]), tail) == [5, 5, -10]   # and records'
+    assert k["differences"]([[5], [-1]], tail) == [5, 5]
     assert k["differences"]([], tail) == []
+
+
+@pytest.mark.parametrize("cells, error", [
+    ([-1, (-1,)], TypeError),           # a cell is an int or a list, never a tuple
+    ([[5], "x"], TypeError), ([[None]], TypeError), ([[[1]]], TypeError),
+    ([-1, []], IndexError), ([9], IndexError), ([[-10]], IndexError), ([2 ** 70], IndexError),
+])
+def test_differences_refuse_what_is_not_a_cell(k, cells, error):
+    with pytest.raises(error):
+        k["differences"](cells, list(range(9)))
 
 
 def test_resolve_refs_sums_differences_and_picks_objects(k):
@@ -180,8 +191,8 @@ def test_merge_mixed_refuses_a_mask_that_does_not_match(k, mask, inline, refs):
 def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
     """Leaks show as memory that stays traced after the results are dropped."""
     objs = [Node() for _ in range(50)]
-    table = {o: (-i,) for i, o in enumerate(objs[:25])}
-    memo = {id(o): (-i,) for i, o in enumerate(objs[:25])}
+    table = {o: -i for i, o in enumerate(objs[:25])}
+    memo = {id(o): -i for i, o in enumerate(objs[:25])}
     own_memo = k["new_memo"]()
     own_memo.update(memo.items())
     tail = list(range(100))
@@ -407,7 +418,7 @@ def test_save_loops_agree(column, known):
     inline_types = frozenset(map(type, column[::2]))
     assert kernels.PURE["split"](column, inline_types) == _speedups.split(column, inline_types)
     hashable = [o for o in column if isinstance(o, Node)]
-    table = {POOL[i]: (-i - 1,) for i in known if isinstance(POOL[i], Node)}
+    table = {POOL[i]: -i - 1 for i in known if isinstance(POOL[i], Node)}
     assert outcome(kernels.PURE["look_up"], table, hashable) == \
         outcome(_speedups.look_up, table, hashable)
     memo = {id(POOL[i]): [i] for i in known}
@@ -425,8 +436,19 @@ def test_save_loops_agree(column, known):
     assert kernels.PURE["list_columns"](lists) == _speedups.list_columns(lists)
 
 
-cells = st.one_of(st.integers(1, 14).map(lambda s: (-s,)), st.integers(0, 14).map(lambda i: [i]),
-                  st.sampled_from([(2 ** 63,), [-2 ** 63 - 1], [2 ** 70]]))   # past any index
+class Index:
+    """Not an int, but indexes a list as one."""
+    def __init__(self, i):
+        self.i = i
+
+    def __index__(self):
+        return self.i
+
+
+cells = st.one_of(st.integers(-14, 14), st.integers(-14, 14).map(lambda i: [i]),
+                  st.sampled_from([2 ** 63, [-2 ** 63 - 1], [2 ** 70], -2 ** 70]),  # past any index
+                  st.sampled_from([True, [False], Index(3), [Index(-2)], (1,), [], "x",   # forged
+                                   [(1,)], 1.0, None, [None, 1]]))
 
 
 @needs_c
@@ -620,7 +642,7 @@ def test_code_run_by_a_hash_cannot_pull_the_column_from_under_a_c_loop():
 
         objs = []
         objs += [Evil(objs) for _ in range(1000)]
-        cells, missing = _speedups.look_up({Evil([]): (-1,)}, objs)
+        cells, missing = _speedups.look_up({Evil([]): -1}, objs)
         print(len(cells), len(missing), len(objs))
         """
     done = run(code)

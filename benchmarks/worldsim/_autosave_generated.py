@@ -11,7 +11,7 @@ from autosave.generated import INLINE as _INLINE
 from autosave.generated import register as _register
 from autosave.generated import require_abi as _require_abi
 
-_require_abi(3, __name__, uses=('type_index', 'lookup', 'mention', 'fallback'))
+_require_abi(4, __name__, uses=('type_index', 'lookup', 'mention', 'fallback'))
 
 
 # -- worldsim.Item -----------------------------------------------------------------------
