@@ -49,15 +49,16 @@ def batchable(cls, kind, detail):
 
 class Batch:
     """The objects of one type entry, in discovery order, and their columns so far."""
-    __slots__ = ("t", "objs", "serials", "done", "segments", "get")
+    __slots__ = ("t", "objs", "serials", "done", "segments", "get", "lengths")
 
-    def __init__(self, t, nfields, get):
+    def __init__(self, t, nfields, get, lengths=False):
         self.t = t
         self.objs = []
         self.serials = []              # ranges of the serials of objs, in order
         self.done = 0                  # objects whose columns are taken
         self.segments = [[] for _ in range(nfields)]   # per column: [(kind, values)]
         self.get = get                 # objs -> one sequence per column
+        self.lengths = lengths         # the first column: lengths (len()'s ints)
 
 
 class Batches:
@@ -79,13 +80,13 @@ class Batches:
         # and after the fills); a tuple when its items are plain.
         self.fits = {dict: _inline_keys, tuple: self.plain_items}
         self.unset = 0
-        # With a dict for memo (the Python loops), objects of batched classes hashed
-        # and compared by identity are also keyed by themselves: a column of them is
-        # looked up without an id() each, and without comparing int keys, which
-        # touches each key (twice the memory traffic). The C loops' memo (a Memo)
-        # keys every object by its address, which costs neither: it needs no second
-        # table.
-        self.key_by_object = self.memo.__class__ is dict
+        # A dict for memo (the Python loops) is keyed by id(): objects of batched
+        # classes hashed and compared by identity are keyed by themselves instead, in
+        # a second table: a column of them is looked up without an id() each, and
+        # without comparing int keys, which touches each key (twice the memory
+        # traffic). The C loops' memo (a Memo) keys every object by its address,
+        # which costs neither: it needs no second table.
+        self.memo_by_id = self.memo.__class__ is dict
         self.keyed = set()
         self.by_object = {}
         self.decided = set()           # classes a column has met
@@ -115,9 +116,10 @@ class Batches:
                 return batch
             return shaped
         if cls is dict:
-            batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[dict]), 3, _dict_entry_columns)
+            batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[dict]), 3, _dict_entry_columns, True)
         else:                          # lists, tuples: lengths, then the items
-            batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[cls]), 2, self.loops.list_columns)
+            batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[cls]), 2, self.loops.list_columns,
+                          True)
         self.all.append(batch)
         return batch
 
@@ -127,7 +129,7 @@ class Batches:
         if cls not in REGISTRY.asset_classes:     # assets are told apart one by one
             self.by_class[cls] = batch
             self.plain.add(cls)
-            if self.key_by_object and cls.__hash__ is object.__hash__ and \
+            if self.memo_by_id and cls.__hash__ is object.__hash__ and \
                     cls.__eq__ is object.__eq__:
                 self.keyed.add(cls)
         memo, add = self.memo, self.add
@@ -176,28 +178,37 @@ class Batches:
             serials.append(range(serial, serial + 1))
         return ref
 
-    def add_all(self, batch, objs):
-        """File objects met for the first time, all of batch's type, at C speed."""
-        n, serial = len(objs), self.serial
-        self.serial += n
+    def add_all(self, batch, objs, keys=None):
+        """File objects met for the first time, all of batch's type, at C speed, each
+        once (objs may repeat one). ``keys``: the objs' keys in the memo, when the
+        lookup that missed them made them."""
         if objs and objs[0].__class__ in self.keyed:     # one class: see meet_class
-            self.loops.file_all(self.by_object, objs, serial, False)   # and only
-        else:                                                   # there: cell_of
-            self.loops.file_all(self.memo, objs, serial, True)
+            table, keys = self.by_object, objs           # and only there: cell_of
+        else:
+            table = self.memo
+            if keys is None:
+                keys = list(map(id, objs)) if self.memo_by_id else objs
+        serial = self.serial
+        distinct = self.loops.file_all(table, keys, objs, serial)
+        if distinct is not None:       # a repeat: each was filed once, the first
+            objs = distinct
+        n = len(objs)
+        self.serial += n
         serials = range(serial + 1, serial + n + 1)
         self.filed = (objs, serials)   # see filed_as
         batch.objs += objs
         if n:                          # a run of serials: see number()
             batch.serials.append(serials)
 
-    def meet(self, objs, classes):
-        """Objects a column refers to that the walk has not met, distinct, in order:
-        filed in batches in bulk where they share a batched class, else mentioned.
-        ``classes``: the column's (a superset of theirs)."""
+    def meet(self, objs, classes, keys=None):
+        """Objects a column refers to that the walk has not met, in order, each met
+        once (they may repeat): filed in batches in bulk where they share a batched
+        class, else mentioned. ``classes``: the column's (a superset of theirs);
+        ``keys``: the objs' memo keys, if a lookup made them."""
         # one class in the column (the common case): no pass to find the objects' own
         kinds = list(classes) if len(classes) == 1 else self.loops.first_kinds(objs)
         if len(kinds) == 1:
-            self.meet_class(kinds[0], objs)
+            self.meet_class(kinds[0], objs, keys)
             return
         classes = list(map(type, objs))
         # Classes filed in batches (decided already: ``decide_all``): each in bulk,
@@ -232,7 +243,7 @@ class Batches:
         except Exception as e:
             raise placed(self.walker, obj, e) from placed_cause(e)
 
-    def meet_class(self, cls, objs):
+    def meet_class(self, cls, objs, keys=None):
         walker = self.walker
         if cls not in self.by_class:
             self.decide(cls, objs[0])
@@ -247,11 +258,11 @@ class Batches:
                     self.walker.mention_in_order(list(compress(objs, map(not_, fit))))
                     return
             if batch.__class__ is Batch:
-                self.add_all(batch, objs)
+                self.add_all(batch, objs, keys)
                 return
             distinct, which = self.loops.shapes(objs)
             if which is None:
-                self.add_all(batch(distinct[0]), objs)
+                self.add_all(batch(distinct[0]), objs, keys)
                 return
             for i, shape in enumerate(distinct):      # by shape, each in the order met
                 self.add_all(batch(shape), list(compress(objs, map(i.__eq__, which))))
@@ -273,7 +284,11 @@ class Batches:
             taken = True
             objs = batch.objs[batch.done:]
             batch.done = len(batch.objs)
-            for segments, column in zip(batch.segments, batch.get(objs)):
+            columns = zip(batch.segments, batch.get(objs))
+            if batch.lengths:          # ints, inline: no pass to find their types
+                segments, column = next(columns)
+                segments.append((COLUMN_INLINE, column))
+            for segments, column in columns:
                 segments.append(self.classify(column))
                 self.walker.drain()
         return taken
@@ -310,7 +325,7 @@ class Batches:
             self.remember(objs)
         ids, cells, new = self.loops.look_up_ids(memo, objs)
         if new:
-            self.meet(new, kinds)
+            self.meet(new, kinds, ids if new is objs else None)
             if keyed:                     # filed in bulk just now: in by_object only
                 self.remember(new)
             cells = self.filed_as(objs, new) or self.loops.fill_missing(memo, ids, cells)

@@ -89,12 +89,16 @@ _FLIP = bytes([1, 0]) + bytes(254)
 
 def look_up(table, objs):
     """(cells, missing): ``table.get(obj)`` for each obj, and the distinct objs the
-    table does not hold, in the order first met. For a table keyed by the objects."""
+    table does not hold, in the order first met; when it holds none of them, ``objs``
+    itself (a list or tuple of them, else a list), repeats and all: ``file_all`` files
+    each once. For a table keyed by the objects."""
+    if objs.__class__ is not list and objs.__class__ is not tuple:
+        objs = list(objs)
     cells = list(map(table.get, objs))
     if None not in cells:
         return cells, []
     if not any(map(is_not, cells, repeat(None))):        # all new
-        return cells, list(dict.fromkeys(objs))
+        return cells, objs
     return cells, list(dict.fromkeys(compress(objs, map(is_, cells, repeat(None)))))
 
 
@@ -106,25 +110,41 @@ def new_memo():
 
 def look_up_ids(memo, objs):
     """(keys, cells, missing): ``memo.get(id(obj))`` for each obj, and the distinct objs
-    (by identity) the memo does not hold, in the order first met; keys, what
-    ``fill_missing`` takes back: each ``id(obj)`` (in C, for a ``Memo``: the objs)."""
+    (by identity) the memo does not hold, in the order first met, or, when it holds
+    none of them, ``objs`` itself (as ``look_up``), repeats and all; keys, what
+    ``fill_missing`` and ``file_all`` take: each ``id(obj)`` (in C, for a ``Memo``: the
+    objs)."""
+    if objs.__class__ is not list and objs.__class__ is not tuple:
+        objs = list(objs)
     ids = list(map(id, objs))
     cells = list(map(memo.get, ids))
     if None not in cells:
         return ids, cells, []
     if not any(map(is_not, cells, repeat(None))):        # all new
-        return ids, cells, list(dict(zip(ids, objs)).values())
+        return ids, cells, objs
     new = list(map(is_, cells, repeat(None)))
     return ids, cells, list(dict(zip(compress(ids, new), compress(objs, new))).values())
 
 
-def file_all(table, objs, serial, by_id):
-    """Give the i-th obj its reference, the int ``-(serial + 1 + i)``, in table, keyed
-    by the object itself or, ``by_id``, by ``id(obj)``."""
-    # no list of the references, and no object per reference but its int: made as the
-    # dict takes them
-    refs = range(-serial - 1, -serial - len(objs) - 1, -1)
-    table.update(zip(map(id, objs) if by_id else objs, refs))
+def file_all(table, keys, objs, serial):
+    """Give each distinct obj, in the order first met, its reference: the int
+    ``-(serial + 1 + i)`` for the i-th, in table, under its key (``keys[j]`` is
+    ``objs[j]``'s: the object itself, or what ``look_up_ids`` gives). The table holds
+    none of the keys. None when objs are distinct; else the distinct objs, a list."""
+    if keys.__class__ is not list and keys.__class__ is not tuple:
+        keys = list(keys)
+    if len(keys) != len(objs):
+        raise ValueError("one key per object")
+    # No list of the references, and no object per reference but its int: made as the
+    # dict takes them. A repeat is told by the table's size, with no pass of its own.
+    before = len(table)
+    table.update(zip(keys, range(-serial - 1, -serial - len(keys) - 1, -1)))
+    if len(table) - before == len(keys):
+        return None
+    # A repeat took its first's place and a later serial: each numbered again in order
+    distinct = dict(zip(keys, objs))
+    table.update(zip(distinct, range(-serial - 1, -serial - len(distinct) - 1, -1)))
+    return list(distinct.values())
 
 
 def fill_missing(table, keys, cells):

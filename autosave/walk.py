@@ -220,8 +220,9 @@ class Walker:
 
     def mention_in_order(self, objs):
         """Mention objs so that the walk visits them in this order (the stack is
-        last in, first out)."""
+        last in, first out), each once: objs may repeat one (a column's, met at once)."""
         stack, mention = self.stack, self.mention
+        objs = dict(zip(map(id, objs), objs)).values()      # a mention each is dearer
         base = len(stack)
         for obj in objs:
             mention(obj)

@@ -50,41 +50,47 @@ fail:
     return NULL;
 }
 
-/* Append key's object to missing unless seen holds key already. */
-static int
-note_missing(PyObject *seen, PyObject *missing, PyObject *key, PyObject *obj)
+/* What the lookups give for missing when the table holds none of the objects: objs
+ * itself when it is a list or a tuple, repeats and all (file_all files each once), else
+ * a list of its items. */
+static PyObject *
+all_missing(PyObject *objs, PyObject *items)
 {
-    int found = PyDict_Contains(seen, key);
-    if (found != 0)
-        return found < 0 ? -1 : 0;
-    if (PyDict_SetItem(seen, key, Py_None) < 0)
-        return -1;
-    return PyList_Append(missing, obj);
+    if (PyList_CheckExact(objs) || PyTuple_CheckExact(objs))
+        return Py_NewRef(objs);
+    return PySequence_List(items);
 }
 
 /* look_up_ids on a Memo: the keys are the objects, and what the memo misses is told
  * apart by address in a second Memo. No Python code runs in the loop. */
 static PyObject *
-look_up_in_memo(MemoObject *memo, PyObject *items)
+look_up_in_memo(MemoObject *memo, PyObject *objs, PyObject *items)
 {
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    Py_ssize_t n = PyTuple_GET_SIZE(items), absent = 0;
     MemoObject seen;                         /* C's own: never seen by Python */
     memo_init(&seen);
-    PyObject *cells = PyList_New(n), *missing = PyList_New(0);
-    if (cells == NULL || missing == NULL)
+    PyObject *cells = PyList_New(n), *missing = NULL;
+    if (cells == NULL)
         goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *obj = PyTuple_GET_ITEM(items, i);
-        PyObject *cell = memo_get(memo, obj);
-        if (cell != NULL) {
-            PyList_SET_ITEM(cells, i, Py_NewRef(cell));
-            continue;
-        }
-        PyList_SET_ITEM(cells, i, Py_NewRef(Py_None));
-        if (memo_get(&seen, obj) == NULL &&
-                (memo_set(&seen, obj, Py_None) < 0 || PyList_Append(missing, obj) < 0))
-            goto fail;
+        PyObject *cell = memo_get(memo, PyTuple_GET_ITEM(items, i));
+        absent += cell == NULL;
+        PyList_SET_ITEM(cells, i, Py_NewRef(cell != NULL ? cell : Py_None));
     }
+    if (absent == n && n > 0) {
+        missing = all_missing(objs, items);
+    }
+    else if ((missing = PyList_New(0)) != NULL) {
+        for (Py_ssize_t i = 0; absent > 0 && i < n; i++) {
+            PyObject *obj = PyTuple_GET_ITEM(items, i);
+            if (PyList_GET_ITEM(cells, i) != Py_None || memo_get(&seen, obj) != NULL)
+                continue;
+            if (memo_set(&seen, obj, Py_None) < 0 || PyList_Append(missing, obj) < 0)
+                goto fail;
+        }
+    }
+    if (missing == NULL)
+        goto fail;
     memo_free(&seen);
     return Py_BuildValue("(ONN)", items, cells, missing);
 fail:
@@ -105,13 +111,12 @@ look_up_in(PyObject *table, PyObject *objs, int by_id)
     if (items == NULL)
         return NULL;
     if (by_id && is_memo(table)) {
-        PyObject *found = look_up_in_memo((MemoObject *)table, items);
+        PyObject *found = look_up_in_memo((MemoObject *)table, objs, items);
         Py_DECREF(items);
         return found;
     }
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
-    if ((by_id && (ids = PyList_New(n)) == NULL) || (cells = PyList_New(n)) == NULL
-            || (missing = PyList_New(0)) == NULL)
+    Py_ssize_t n = PyTuple_GET_SIZE(items), absent = 0;
+    if ((by_id && (ids = PyList_New(n)) == NULL) || (cells = PyList_New(n)) == NULL)
         goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *obj = PyTuple_GET_ITEM(items, i), *key = obj;
@@ -122,17 +127,28 @@ look_up_in(PyObject *table, PyObject *objs, int by_id)
         }
         /* An object's own __hash__ or __eq__ may run here: the cell is held at once. */
         PyObject *cell = PyDict_GetItemWithError(table, key);
-        if (cell == NULL) {
-            if (PyErr_Occurred())
+        if (cell == NULL && PyErr_Occurred())
+            goto fail;
+        absent += cell == NULL;
+        PyList_SET_ITEM(cells, i, Py_NewRef(cell != NULL ? cell : Py_None));
+    }
+    if (absent == n && n > 0) {
+        if ((missing = all_missing(objs, items)) == NULL)
+            goto fail;
+    }
+    else {
+        if ((missing = PyList_New(0)) == NULL || (absent > 0 && (seen = PyDict_New()) == NULL))
+            goto fail;
+        for (Py_ssize_t i = 0; absent > 0 && i < n; i++) {
+            if (PyList_GET_ITEM(cells, i) != Py_None)
+                continue;
+            PyObject *obj = PyTuple_GET_ITEM(items, i);
+            PyObject *key = by_id ? PyList_GET_ITEM(ids, i) : obj;
+            int found = PyDict_Contains(seen, key);
+            if (found < 0 || (found == 0 && (PyDict_SetItem(seen, key, Py_None) < 0 ||
+                                             PyList_Append(missing, obj) < 0)))
                 goto fail;
-            PyList_SET_ITEM(cells, i, Py_NewRef(Py_None));
-            if (seen == NULL && (seen = PyDict_New()) == NULL)
-                goto fail;
-            if (note_missing(seen, missing, key, obj) < 0)
-                goto fail;
-            continue;
         }
-        PyList_SET_ITEM(cells, i, Py_NewRef(cell));
     }
     Py_DECREF(items);
     Py_XDECREF(seen);
@@ -177,53 +193,69 @@ autosave_look_up_ids(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return look_up_in(args[0], args[1], 1);
 }
 
-/* file_all(table, objs, serial, by_id) -> None: table[key] = -(serial + 1 + i) for
- * the i-th obj, keyed by the object itself, or by id() when by_id. */
+/* file_all(table, keys, objs, serial) -> None, or the distinct objs: each distinct obj,
+ * in the order first met, gets its reference -(serial + 1 + i) (the i-th) in table,
+ * under its key (keys[j] is objs[j]'s; a Memo's keys are the objects). The table holds
+ * none of the keys, so a key found there is a repeat: skipped, and from the first one
+ * on the objs filed are gathered, the result. */
 PyObject *
 autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     int memo = nargs == 4 && is_memo(args[0]);
-    if (nargs != 4 || !(PyDict_Check(args[0]) || memo) || !PyLong_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "file_all(table: dict or Memo, objs, serial: int, by_id)");
+    if (nargs != 4 || !(PyDict_Check(args[0]) || memo) || !PyLong_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "file_all(table: dict or Memo, keys, objs, serial: int)");
         return NULL;
     }
-    PyObject *table = args[0];
-    Py_ssize_t serial = PyLong_AsSsize_t(args[2]);
-    int by_id = PyObject_IsTrue(args[3]);
-    if ((serial == -1 && PyErr_Occurred()) || by_id < 0)
+    PyObject *table = args[0], *keys = NULL, *objs = NULL, *distinct = NULL;
+    Py_ssize_t serial = PyLong_AsSsize_t(args[3]);
+    if (serial == -1 && PyErr_Occurred())
         return NULL;
-    if (memo && !by_id) {
-        PyErr_SetString(PyExc_TypeError, "a Memo is keyed by identity: file_all(..., by_id=True)");
-        return NULL;
+    if ((keys = as_tuple(args[1])) == NULL || (objs = as_tuple(args[2])) == NULL)
+        goto fail;
+    Py_ssize_t n = PyTuple_GET_SIZE(keys), filed = 0;
+    if (PyTuple_GET_SIZE(objs) != n) {
+        PyErr_SetString(PyExc_ValueError, "one key per object");
+        goto fail;
     }
-    PyObject *items = as_tuple(args[1]);
-    if (items == NULL)
-        return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
     if (serial < 0 || serial > PY_SSIZE_T_MAX - n) {
         PyErr_SetString(PyExc_OverflowError, "serials past the largest index");
         goto fail;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *obj = PyTuple_GET_ITEM(items, i);
-        PyObject *key = memo ? Py_NewRef(obj) : by_id ? PyLong_FromVoidPtr(obj) : Py_NewRef(obj);
-        PyObject *ref = PyLong_FromSsize_t(-(serial + 1 + i));
-        if (key == NULL || ref == NULL) {
-            Py_XDECREF(key);
-            Py_XDECREF(ref);
+        PyObject *key = PyTuple_GET_ITEM(keys, i);
+        /* A key's own __hash__ or __eq__ may run here; keys and objs are our tuples. */
+        int found = memo ? memo_get((MemoObject *)table, key) != NULL
+                         : PyDict_Contains(table, key);
+        if (found < 0)
             goto fail;
+        if (found) {                   /* a repeat: from the first, gather the distinct */
+            if (distinct == NULL) {    /* the objs before it, all filed */
+                PyObject *first = PyTuple_GetSlice(objs, 0, i);
+                distinct = first != NULL ? PySequence_List(first) : NULL;
+                Py_XDECREF(first);
+                if (distinct == NULL)
+                    goto fail;
+            }
+            continue;
         }
+        PyObject *ref = PyLong_FromSsize_t(-(serial + 1 + filed));
+        if (ref == NULL)
+            goto fail;
         int failed = memo ? memo_set((MemoObject *)table, key, ref)
                           : PyDict_SetItem(table, key, ref);
-        Py_DECREF(key);
         Py_DECREF(ref);                              /* the table holds it now */
-        if (failed < 0)
+        if (failed < 0 || (distinct != NULL &&
+                           PyList_Append(distinct, PyTuple_GET_ITEM(objs, i)) < 0))
             goto fail;
+        filed++;
     }
-    Py_DECREF(items);
-    Py_RETURN_NONE;
+    Py_DECREF(keys);
+    Py_DECREF(objs);
+    return distinct != NULL ? distinct : Py_NewRef(Py_None);
 fail:
-    Py_DECREF(items);
+    Py_XDECREF(keys);
+    Py_XDECREF(objs);
+    Py_XDECREF(distinct);
     return NULL;
 }
 

@@ -102,6 +102,20 @@ def test_look_up_gives_cells_and_the_distinct_missing_objects_in_order(k):
     assert k["look_up"](table, []) == ([], [])
 
 
+@pytest.mark.parametrize("as_given", [list, tuple, iter])
+def test_look_up_of_objects_all_new_gives_them_as_they_are(k, as_given):
+    """None known: the column itself, repeats and all (file_all files each once)."""
+    a, b = Node(), Node()
+    objs = as_given([b, a, b])
+    cells, missing = k["look_up"]({}, objs)
+    assert cells == [None] * 3 and list(missing) == [b, a, b]
+    assert missing is objs if as_given is not iter else type(missing) is list
+    objs = as_given([b, a, b])
+    keys, cells, missing = k["look_up_ids"]({}, objs)
+    assert cells == [None] * 3 and list(map(id, missing)) == [id(b), id(a), id(b)]
+    assert missing is objs if as_given is not iter else type(missing) is list
+
+
 @pytest.mark.parametrize("memo_type", ["dict", "its own"])
 def test_look_up_ids_keys_by_identity_even_for_equal_objects(k, memo_type):
     x, y = [1], [1]                     # equal, distinct, unhashable
@@ -119,13 +133,28 @@ def test_look_up_ids_keys_by_identity_even_for_equal_objects(k, memo_type):
 def test_file_all_gives_each_object_its_reference(k):
     a, b = Node(), Node()
     table = {}
-    assert k["file_all"](table, [a, b], 5, False) is None
+    assert k["file_all"](table, [a, b], [a, b], 5) is None
     assert table == {a: -6, b: -7}
     memo = k["new_memo"]()
-    k["file_all"](memo, [a, b], 0, True)
+    keys = k["look_up_ids"](memo, [a, b])[0]      # ids, or for a Memo the objects
+    assert k["file_all"](memo, keys, (a, b), 0) is None
     assert sorted(memo.items()) == sorted({id(a): -1, id(b): -2}.items())
-    k["file_all"](memo, [], 9, True)
+    assert k["file_all"](memo, [], [], 9) is None
     assert len(memo) == 2
+
+
+def test_file_all_files_a_repeated_object_once_and_gives_the_distinct_ones(k):
+    a, b, c = Node(), Node(), Node()
+    table = {}
+    distinct = k["file_all"](table, [b, a, b, c, a], [b, a, b, c, a], 3)
+    assert distinct == [b, a, c] and distinct[0] is b
+    assert table == {b: -4, a: -5, c: -6}
+    memo = k["new_memo"]()
+    keys = k["look_up_ids"](memo, [c, c, a])[0]
+    assert k["file_all"](memo, keys, [c, c, a], 0) == [c, a]
+    assert sorted(memo.items()) == sorted({id(c): -1, id(a): -2}.items())
+    with pytest.raises(ValueError):
+        k["file_all"]({}, [a, b], [a], 0)
 
 
 def test_fill_missing_looks_up_what_the_first_lookup_missed(k):
@@ -212,12 +241,13 @@ def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
              lambda: k["slot_columns"]([Slotted.a, Slotted.b], filled, None),
              lambda: k["list_columns"]([objs[:3], (), tuple(objs[3:9])]),
              lambda: k["fill_missing"](table, objs[:25], [None] * 25),
-             lambda: k["file_all"]({}, objs, 7, True),
-             lambda: k["file_all"]({}, objs, 7, False),
+             lambda: k["file_all"]({}, list(map(id, objs)), objs, 7),
+             lambda: k["file_all"]({}, objs + objs[:3], objs + objs[:3], 7),
              lambda: k["dict_columns"](shaped, ("p", "q")),
              lambda: k["split"](objs + [1, "a"], frozenset({int})),
              lambda: k["look_up_ids"](memo, objs),
-             lambda: k["file_all"](k["new_memo"](), objs, 7, True),
+             lambda: k["file_all"](own_memo.__class__(), k["look_up_ids"](own_memo, objs)[0],
+                                   objs, 7),
              lambda: k["look_up_ids"](own_memo, objs),
              lambda: k["differences"](list(table.values()), tail),
              lambda: k["resolve_refs"]([1] * 40, objs),
@@ -426,9 +456,9 @@ def test_save_loops_agree(column, known):
     assert py[:2] == c[:2] and list(map(id, py[2])) == list(map(id, c[2]))
     for obj in column:                  # what meeting the missing ones does
         memo.setdefault(id(obj), [0])
-    filed_py, filed_c = {}, {}
-    assert kernels.PURE["file_all"](filed_py, hashable, len(known), False) == \
-        _speedups.file_all(filed_c, hashable, len(known), False)
+    filed_py, filed_c = {}, {}          # the column's objects, some repeated, filed
+    assert kernels.PURE["file_all"](filed_py, hashable, hashable, len(known)) == \
+        _speedups.file_all(filed_c, hashable, tuple(hashable), len(known))
     assert filed_py == filed_c
     assert kernels.PURE["fill_missing"](memo, py[0], py[1]) == \
         _speedups.fill_missing(memo, c[0], c[1])
@@ -643,11 +673,13 @@ def test_code_run_by_a_hash_cannot_pull_the_column_from_under_a_c_loop():
         objs = []
         objs += [Evil(objs) for _ in range(1000)]
         cells, missing = _speedups.look_up({Evil([]): -1}, objs)
-        print(len(cells), len(missing), len(objs))
+        print(len(cells), len(missing), len(objs), missing is objs)  # all new: objs itself
+        cells, missing = _speedups.look_up({Evil([]): -1}, tuple(Evil(objs) for _ in range(9)))
+        print(len(cells), len(missing))
         """
     done = run(code)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["1000", "1000", "0"]
+    assert done.stdout.split() == ["1000", "0", "0", "True", "9", "9"]
 
 
 def test_python_loops_blocks_may_overlap_and_the_import_choice_comes_back():

@@ -156,8 +156,9 @@ def test_the_loops_give_the_same_with_a_memo_and_a_dict(objs, known, serial):
     assert cells_c == cells_py
     assert list(map(id, missing_c)) == list(map(id, missing_py))
     assert list(map(id, keys_c)) == list(map(id, objs))     # a Memo's keys: the objects
-    kernels.PURE["file_all"](model, missing_py, serial, True)
-    _speedups.file_all(memo, missing_c, serial, True)
+    if missing_py:                      # what meeting them does: each filed once
+        assert kernels.PURE["file_all"](model, list(map(id, missing_py)), missing_py, serial) \
+            == _speedups.file_all(memo, missing_c, missing_c, serial)
     assert sorted(memo.items()) == sorted(model.items())
     assert _speedups.fill_missing(memo, keys_c, cells_c) == \
         kernels.PURE["fill_missing"](model, keys_py, cells_py)
@@ -172,8 +173,8 @@ def test_fill_missing_on_a_memo_names_the_object_it_lacks():
     with pytest.raises(KeyError) as e:
         _speedups.fill_missing(memo, [a, b], [None, None])
     assert e.value.args[0] is b
-    with pytest.raises(TypeError):
-        _speedups.file_all(memo, [a], 0, False)      # a Memo is keyed by identity
+    with pytest.raises(ValueError):
+        _speedups.file_all(memo, [a], [a, b], 0)     # a key per object
 
 
 def test_the_memo_loops_leave_nothing_behind():
@@ -181,9 +182,10 @@ def test_the_memo_loops_leave_nothing_behind():
 
     def once():
         memo = Memo()
-        _speedups.file_all(memo, objs[:30], 0, True)
+        _speedups.file_all(memo, objs[:30], objs[:30], 0)
         keys, cells, missing = _speedups.look_up_ids(memo, objs)
-        _speedups.file_all(memo, missing, 30, True)
+        _speedups.file_all(memo, missing, missing, 30)
+        _speedups.file_all(Memo(), objs + objs, objs + objs, 0)     # repeats
         _speedups.fill_missing(memo, keys, cells)
         memo[id(objs[0])] = [0]
         memo.items()
