@@ -2,6 +2,8 @@
 load does with them, and forged batches, each refused with a FormatError that names
 the batch, never loaded as something else."""
 
+import enum
+
 import attrs
 import pytest
 
@@ -375,3 +377,26 @@ def test_a_slot_shadowed_by_a_property_is_saved_as_getattr_reads_it():
     back = autosave.loads(autosave.dumps(pieces))
     assert [p.rating for p in back] == [0, 10, 20]
     assert not hasattr(back[0], "worn") and back[2].worn is back[1]
+
+
+class Colour(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+def test_a_column_meeting_new_objects_more_than_once_files_each_once():
+    """A column whose objects are all new, some of them more than once (the units'
+    homes; enum members, which are records, in their bags) files or walks each one
+    once, in the order first met: one object in its batch, shared again on load."""
+    homes = [Plain(i) for i in range(3)]
+    units = [Unit(f"u{i}", i, home=homes[i % 3], bag=[Colour.RED, Colour.BLUE, Colour.RED])
+             for i in range(12)]
+    data = autosave.dumps(units)
+    types, records, root, batches = body(data)
+    counts = {types[b[0]][0]: b[1] for b in batches}
+    assert counts[f"{__name__}.Plain"] == 3 and counts[f"{__name__}.Unit"] == 12
+    assert sorted(types[r[0]][0] for r in records) == [f"{__name__}.Colour"] * 2
+    back = autosave.loads(data)
+    assert [u.home.x for u in back] == [i % 3 for i in range(12)]
+    assert all(u.home is back[i % 3].home for i, u in enumerate(back))
+    assert all(u.bag == [Colour.RED, Colour.BLUE, Colour.RED] for u in back)
