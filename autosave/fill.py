@@ -74,7 +74,7 @@ def build_tuples(objs, batches, tuples):
     for b, start, n in tuples:
         batch = batches[b]
         try:
-            lengths, _, _ = filler.resolve(batch[2], n)
+            lengths, _, _ = filler.resolve(batch[2], n, lengths=True)
             items, index, _ = filler.resolve(batch[3], None)
             check_lengths(lengths, len(items), "tuples")
             if index is not None and any(any(map(r.__contains__, index)) for r in others):
@@ -118,7 +118,8 @@ class Filler:
             entries = plan in ENTRIES          # lengths, then entries
             reads = not entries and bool(plan.upgrades)
             try:
-                columns = [self.resolve(column, None if entries and i else n, reads)
+                columns = [self.resolve(column, None if entries and i else n, reads,
+                                        lengths=entries and not i)
                            for i, column in enumerate(islice(batch, 2, None))]
                 if plan is LIST_PLAN:
                     self.fill_lists(members, columns, any_missing, start)
@@ -132,16 +133,20 @@ class Filler:
                 raise FormatError(f"batch {b}: {e}") from None
             start += n
 
-    def resolve(self, column, n, aligned=False):
+    def resolve(self, column, n, aligned=False, lengths=False):
         """(values, index, unset): the column's values resolved; when some may not be
         built yet (or ``aligned``), the index each value refers to (None for inline
-        values); whether it holds unset-slot markers."""
+        values); whether it holds unset-slot markers. ``lengths``: the lengths column
+        of lists, tuples or dicts, whose inline values ``check_lengths`` checks are all
+        ints, so they need no pass here."""
         kind = column[0]
         size = len(column[1])
         if n is not None and size != n:
             raise FormatError(f"a column holds {size} values for {n} objects")
         if kind == COLUMN_INLINE:
             values = column[1]
+            if lengths:
+                return values, None, False
             kinds = kernels.kinds(values)
             if not kinds <= _INLINE_VALUES:
                 raise FormatError("a column of inline values holds a reference")

@@ -277,7 +277,9 @@ def fill_lists(lists, lengths, items):
     the C checks them again, as it must not read past the items, and raises
     ValueError, where what the Python does is left unsaid."""
     it = iter(items)
-    deque(map(list.extend, lists, map(islice, repeat(it), lengths)), 0)
+    # the empty ones (a quarter, in games' lists) untouched, as no slice is made for them
+    deque(map(list.extend, compress(lists, lengths), map(islice, repeat(it),
+                                                         compress(lengths, lengths))), 0)
 
 
 PURE = {name: globals()[name] for name in (

@@ -9,7 +9,7 @@ import pytest
 
 import autosave
 from autosave.errors import FormatError, UntrustedTypeError
-from autosave.format import decode, frame, msgpack_pack
+from autosave.format import ABSENT, decode, frame, msgpack_pack
 
 autosave.allow(__name__)
 
@@ -136,6 +136,13 @@ def test_a_forged_batch_with_columns_that_fit_loads():
     ([[0, 1, [0, ["a"]], [0, [1]], [0, [None]], [0, [None]]], [1, 1, [0, [2]], [0, [1]]]],
      "lengths add up to 2"),
     ([[1, 2, [0, [-1, 2]], [0, [1]]]], "non-negative"),
+    # a lengths column holds ints only, whatever kind of column it is
+    ([[1, 1, [0, [1.0]], [0, [1]]]], "non-negative ints"),
+    ([[1, 1, [0, [True]], [0, [1]]]], "non-negative ints"),
+    ([[1, 1, [0, [None]], [0, []]]], "non-negative ints"),
+    ([[1, 1, [0, [ABSENT]], [0, []]]], "non-negative ints"),
+    ([[1, 1, [0, [[0]]], [0, []]]], "non-negative ints"),
+    ([[1, 1, [1, [0]], [0, []]]], "non-negative ints"),
     ([[1, 1, [0, [1]]]], "must have 2 columns"),
     ([[2, 1]], "not one whose objects are written in batches"),
 ])
@@ -184,6 +191,8 @@ TUPLE = ["builtins.tuple", 1, []]
     ([UNIT, TUPLE], [[0]], [[1, 1, [0, [1]], [1, [1]]]], "refers past"),
     ([UNIT, TUPLE], [], [[1, 2, [0, [1, 0]], [1, [1]]]], "is a tuple of a batch"),
     ([TUPLE], [], [[0, 1, [0, [2]], [0, [1]]]], "add up to 2"),
+    ([TUPLE], [], [[0, 1, [0, [1.0]], [0, [1]]]], "non-negative ints"),
+    ([DICT], [], [[0, 1, [0, [1.0]], [0, ["k"]], [0, [1]]]], "non-negative ints"),
     # a dict's keys: inline values only
     ([DICT, LIST], [], [[1, 1, [0, [0]], [0, []]], [0, 1, [0, [1]], [1, [0]], [0, [1]]]],
      "keys must be inline"),
