@@ -16,7 +16,7 @@ static PyMethodDef methods[] = {
     {"split", (PyCFunction)(void (*)(void))autosave_split, METH_FASTCALL,
      "(mask, inline, refs) of a column: its items of inline types and the others."},
     {"file_all", (PyCFunction)(void (*)(void))autosave_file_all, METH_FASTCALL,
-     "Give each object its reference, (-serial,), in a table."},
+     "Give each distinct object its reference, an int, in a table; the distinct ones if one repeats."},
     {"look_up", (PyCFunction)(void (*)(void))autosave_look_up, METH_FASTCALL,
      "(cells, missing) of objects in a table keyed by the objects."},
     {"look_up_ids", (PyCFunction)(void (*)(void))autosave_look_up_ids, METH_FASTCALL,
