@@ -74,8 +74,10 @@ look_up_in_memo(MemoObject *memo, PyObject *objs, PyObject *items)
         goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *cell = memo_get(memo, PyTuple_GET_ITEM(items, i));
-        absent += cell == NULL;
-        PyList_SET_ITEM(cells, i, Py_NewRef(cell != NULL ? cell : Py_None));
+        if (cell == NULL)
+            cell = Py_None;
+        absent += cell == Py_None;           /* as Python's get() tells them: None */
+        PyList_SET_ITEM(cells, i, Py_NewRef(cell));
     }
     if (absent == n && n > 0) {
         missing = all_missing(objs, items);
@@ -129,8 +131,10 @@ look_up_in(PyObject *table, PyObject *objs, int by_id)
         PyObject *cell = PyDict_GetItemWithError(table, key);
         if (cell == NULL && PyErr_Occurred())
             goto fail;
-        absent += cell == NULL;
-        PyList_SET_ITEM(cells, i, Py_NewRef(cell != NULL ? cell : Py_None));
+        if (cell == NULL)
+            cell = Py_None;
+        absent += cell == Py_None;           /* as Python's get() tells them: None */
+        PyList_SET_ITEM(cells, i, Py_NewRef(cell));
     }
     if (absent == n && n > 0) {
         if ((missing = all_missing(objs, items)) == NULL)
