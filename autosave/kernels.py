@@ -17,6 +17,13 @@ from itertools import accumulate, chain, compress, islice, repeat
 from operator import attrgetter, is_, is_not, itemgetter, sub
 from types import MemberDescriptorType, SimpleNamespace
 
+
+def _sequence(objs):
+    """objs as they are when a list or a tuple (a lookup may give them back as they
+    are), else a list of them (read more than once)."""
+    return objs if objs.__class__ is list or objs.__class__ is tuple else list(objs)
+
+
 def kinds(column):
     """The set of the types of column's items."""
     return set(map(type, column))
@@ -92,8 +99,7 @@ def look_up(table, objs):
     table does not hold, in the order first met; when it holds none of them, ``objs``
     itself (a list or tuple of them, else a list), repeats and all: ``file_all`` files
     each once. For a table keyed by the objects."""
-    if objs.__class__ is not list and objs.__class__ is not tuple:
-        objs = list(objs)
+    objs = _sequence(objs)
     cells = list(map(table.get, objs))
     if None not in cells:
         return cells, []
@@ -114,8 +120,7 @@ def look_up_ids(memo, objs):
     none of them, ``objs`` itself (as ``look_up``), repeats and all; keys, what
     ``fill_missing`` and ``file_all`` take: each ``id(obj)`` (in C, for a ``Memo``: the
     objs)."""
-    if objs.__class__ is not list and objs.__class__ is not tuple:
-        objs = list(objs)
+    objs = _sequence(objs)
     ids = list(map(id, objs))
     cells = list(map(memo.get, ids))
     if None not in cells:
@@ -131,8 +136,7 @@ def file_all(table, keys, objs, serial):
     ``-(serial + 1 + i)`` for the i-th, in table, under its key (``keys[j]`` is
     ``objs[j]``'s: the object itself, or what ``look_up_ids`` gives). The table holds
     none of the keys. None when objs are distinct; else the distinct objs, a list."""
-    if keys.__class__ is not list and keys.__class__ is not tuple:
-        keys = list(keys)
+    keys = _sequence(keys)
     if len(keys) != len(objs):
         raise ValueError("one key per object")
     # No list of the references, and no object per reference but its int: made as the

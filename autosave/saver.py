@@ -83,7 +83,8 @@ class Saver(Walker):
             if not isinstance(e, FormatError) or not hasattr(e, "record"):
                 raise SaveError(f"this graph would save but not load: {e}", "root") from e
             index = self.first_record + e.record
-            ids = {i for i, cell in self.memo.items() if cell.__class__ is list and cell[0] == index}
+            ids = {i for i, cell in self.memo.items()
+                   if cell.__class__ is list and cell[0] == index}
             path = find_path(self.root, None, self.made, lambda obj: id(obj) in ids)
             raise SaveError(f"this graph would save but not load: its {e}", path) from None
         finally:

@@ -72,8 +72,9 @@ class Walker:
 
     def cell_of(self, obj):
         """obj's cell (a batch object's: its reference as a record holds it,
-        ``(-serial,)``), or None if the walk has not met it. Batch objects of classes hashed and compared by identity that a column
-        met first are in the batches' own table only (``Batches.by_object``)."""
+        ``(-serial,)``), or None if the walk has not met it. Batch objects of classes
+        hashed and compared by identity that a column met first are in the batches'
+        own table only (``Batches.by_object``)."""
         cell = self.memo.get(id(obj))
         if cell is None and obj.__class__ in self.batches.keyed:
             cell = self.batches.by_object.get(obj)

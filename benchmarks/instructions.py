@@ -7,10 +7,11 @@
 Wall time on a shared machine moves ±20% between runs; the instructions one call runs
 do not, whatever else the machine is doing: with the same binary, graph and hash seed
 (0 unless PYTHONHASHSEED says otherwise) they repeat to about 0.1%, what is left being
-the objects' addresses, which the memos hash. This is the figure to compare commits with, and the one that tells
-whether a cost is linear: instructions per object that stay flat from 10k to 1M objects
-mean the walk does the same work for every object, and what wall time adds on top as a
-graph grows is the memory hierarchy (scaling.py shows it, for pickle too).
+the objects' addresses, which the memos hash. This is the figure to compare commits
+with, and the one that tells whether a cost is linear: instructions per object that
+stay flat from 10k to 1M objects mean the walk does the same work for every object, and
+what wall time adds on top as a graph grows is the memory hierarchy (scaling.py shows
+it, for pickle too).
 
 Each graph and size is built in its own process run under ``valgrind --tool=callgrind``
 with collection off. Every operation (autosave save and load, as installed: generated
