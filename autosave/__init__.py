@@ -25,13 +25,14 @@ from .log import (Bookmark, CheckpointLog, LogClosedError, LogForkedError, LogLo
                   LogPoisonedError, LogUnusableError, Position, ReadOnlyLogError)
 from .registry import allow, asset, assets, save_root, saveable, upgrade
 from .schema import transient
+from .reconstructors import reconstructor
 from .extend import register
 from .adapters.base import Adapter, register_adapter
 from .coroutines import coroutine        # also registers the coroutine record type
 
 __all__ = [
     "save_root", "saveable", "transient", "upgrade", "asset", "assets", "allow", "coroutine",
-    "register", "Adapter", "register_adapter",
+    "register", "Adapter", "register_adapter", "reconstructor",
     "dumps", "loads", "save", "load", "dump", "copy",
     "CheckpointLog", "Position", "Bookmark", "LogLockedError", "LogUnusableError",
     "LogClosedError", "LogPoisonedError", "LogForkedError", "ReadOnlyLogError",

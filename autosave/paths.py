@@ -108,8 +108,8 @@ def labelled_children(obj, made=None):
             return
         if layout == "reduce":
             yield from reduce_children(given)
-        elif isinstance(given, dict):
-            yield from ((f".{k}", v) for k, v in given.items())
+        else:           # a state is what __getstate__ gives: a dict, a pair, anything
+            yield from state_children(given)
     else:
         schema = schema_of(type(obj))
         for name in schema.saved_slots:
@@ -126,18 +126,25 @@ def reduce_value(obj):
     return reducer(obj) if reducer is not None else obj.__reduce_ex__(4)
 
 
+def state_children(state):
+    """What a state holds: a dict's items by name, a (dict, slots) pair's both, and
+    any other state as itself (a tuple, a list: searched further as any container)."""
+    if (type(state) is tuple and len(state) == 2
+            and all(s is None or isinstance(s, dict) for s in state)):   # (dict, slots)
+        state = {**(state[0] or {}), **(state[1] or {})}
+    if isinstance(state, dict):
+        yield from ((f".{k}", v) for k, v in state.items())
+    elif state is not None:
+        yield ".<state>", state
+
+
 def reduce_children(rv):
     """What a __reduce__ value holds, labelled as in the object's own terms."""
     if isinstance(rv, str):
         return
     _, args, state, listitems, dictitems = (*rv, None, None, None, None)[:5]
     yield from ((f".<arg {i}>", a) for i, a in enumerate(args or ()))
-    if isinstance(state, tuple) and len(state) == 2:     # (dict, slots)
-        state = {**(state[0] or {}), **(state[1] or {})}
-    if isinstance(state, dict):
-        yield from ((f".{k}", v) for k, v in state.items())
-    elif state is not None:
-        yield ".<state>", state
+    yield from state_children(state)
     yield from ((f"[{i}]", v) for i, v in enumerate(listitems or ()))
     for k, v in (dictitems or ()):
         yield f"[{k!r}]" if k.__class__ in INLINE_TYPES else f"[{reprlib.repr(k)}]", v

@@ -14,7 +14,7 @@ from .adapters.callables import apply_default_state
 from .adapters.containers import flood_checked
 from .errors import FormatError, IncompatibleSaveError, LoadError
 from .format import ABSENT, STATE_FIELDS, type_entry
-from .loadcheck import bound_hook, describe
+from .loadcheck import bound_hook, class_attribute, describe
 from .registry import REGISTRY
 from .schema import schema_of
 from .upgrades import run_upgrades, upgrade_chain
@@ -23,7 +23,7 @@ from .upgrades import run_upgrades, upgrade_chain
 # -- plans for classes -------------------------------------------------------------------
 
 class EnumPlan:
-    mutable, has_fill, has_loaded_hook, reads_parts = False, False, False, False
+    mutable, has_fill, has_loaded_hook, reads_parts, deep = False, False, False, False, False
     build_slice, build_finished, fill_finished, hashes = slice(1, None), None, None, False
 
     def __init__(self, cls):
@@ -65,6 +65,8 @@ class StatePlan:
         self.schema = schema_of(cls)
         self.saved_version = self.schema.version if saved_version is None else saved_version
         self.upgrades = upgrade_chain(self.schema, self.saved_version)
+        # its __setstate__ is the class's code reading the state: all of it done first
+        self.deep = class_attribute(cls, "__setstate__") is not None
 
     def allocate(self, rec):
         if len(rec) > 2:
@@ -111,6 +113,7 @@ class InstancePlan:
         self.base = base
         self.mutable = base is None or base in (list, dict, set, deque)
         self.has_fill = True
+        self.deep = False           # its fill sets fields; it runs no code of the class
         self.build_slice = slice(1 + self.nfields, None)
         self.build_finished = self.build_slice if base is frozenset else None
         self.fill_finished = {dict: slice(1 + self.nfields, None, 2),

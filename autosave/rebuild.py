@@ -24,6 +24,7 @@ from .limits import check_records
 from .loadcheck import bound_hook, describe
 from .plans import InstancePlan, plan_for, release_plans
 from .readers import Gates
+from .reconstructors import CHECKED
 
 
 class _Missing:
@@ -74,6 +75,7 @@ class Loader:
         closes_cycle = closes_cycle if closes_cycle is not None else bytearray(len(records))
         self.closes_cycle = bytearray(first) + closes_cycle if first else closes_cycle
         self.hash_ready = set()    # records known to hash by their final value
+        self.deep_ready = set()    # records known done with everything they reach
         self.reach_memo = {}       # record -> whether it reaches a batch object
         self.filler = Filler(self.plans, batches, self.objs, MISSING)
         self.current = None
@@ -150,7 +152,7 @@ class Loader:
                     append(obj)
                 elif (slow and maybe_missing and _has_missing(vals[plan.build_slice])) or (
                         reads is not None and (slow or unfinished or unfilled)
-                        and self.blocker(rec, reads, i, plan.hashes) is not None):
+                        and self.blocker(rec, reads, i, plan.hashes, plan.deep) is not None):
                     append(MISSING)
                     has_missing = True
                     deferred.append(i)
@@ -161,7 +163,8 @@ class Loader:
                 if fill is not None:
                     if (slow and maybe_missing and _has_missing(vals)) or (
                             fill_finished is not None and (slow or unfinished or unfilled)
-                            and self.blocker(rec, fill_finished, i, plan.hashes) is not None):
+                            and self.blocker(rec, fill_finished, i, plan.hashes,
+                                             plan.deep) is not None):
                         unfinished.add(i)
                         deferred.append(i)
                     else:
@@ -212,7 +215,7 @@ class Loader:
             start += n
         return hooks
 
-    def blocker(self, rec, part, here, hashes):
+    def blocker(self, rec, part, here, hashes, deep=False):
         """The first record that rec[part] needs finished and is not, or None.
 
         Reading contents needs the referenced objects built and filled, and what they
@@ -221,8 +224,13 @@ class Loader:
         ``readers.Gates``'s to wait for (``finish_deferred``). Hashing needs more
         than the keys: a key's hash may run through its fields into objects beyond it,
         so everything reachable through objects hashed by value must be done; an
-        object hashed by identity ends the search, its hash never changes.
+        object hashed by identity ends the search, its hash never changes. Code of the
+        game's that reads its parts (``deep``: a ``__setstate__``, a constructor) needs
+        everything they reach done, as pickle gives it: objects on a cycle back to this
+        record aside, which ``finish_deferred`` lets go ahead in post-order.
         """
+        if deep and not hashes:
+            return self.deep_blocker(rec, part, here)
         unfinished, records = self.unfinished, self.records
         todo = self.targets(rec, part, here)
         unfilled = self.unfilled
@@ -254,6 +262,25 @@ class Loader:
                     return k
             todo.extend(inner)
         ready |= seen                 # all done: they hash by their final values
+        return None
+
+    def deep_blocker(self, rec, part, here):
+        """The first record reachable from rec[part] that is not built or not filled,
+        or None; records found done with all they reach are remembered for the load."""
+        unfinished, records, first = self.unfinished, self.records, self.first
+        unfilled, ready = self.unfilled, self.deep_ready
+        refers_to = self.filler.refers_to
+        todo = self.targets(rec, part, here)
+        seen = set()
+        while todo:
+            j = todo.pop()
+            if j == here or j in seen or j in ready:
+                continue
+            seen.add(j)
+            if self.obj_at(j) is MISSING or j in unfinished or j < unfilled:
+                return j
+            todo.extend(refers_to(j) if j < first else self.targets(records[j], ALL, j))
+        ready |= seen
         return None
 
     def reaches_batch(self, j):
@@ -333,8 +360,10 @@ class Loader:
         immutable not made yet) or on being *finished* (a mutable not filled yet), and is
         retried only when all of them are done, so this is linear in the references
         whatever a file says. When nothing is ready but records remain, only cycles are
-        left: records that wait just for fills go ahead anyway, as pickle does, those
-        whose blockers hash by identity first (their hash cannot change when filled).
+        left: records that wait just for fills go ahead anyway, as pickle does: those
+        still to be built before those to be filled (making an object may complete what
+        a stuck ``__setstate__`` reads), and of each, those whose blockers hash by
+        identity first (their hash cannot change when filled).
         """
         objs, unfinished = self.objs, self.unfinished
         filler = self.filler
@@ -380,7 +409,7 @@ class Loader:
             need_built = [j for j in self.targets(rec, missing_part, i) if objs[j] is MISSING]
             need_finished = []
             if not force and finished_part is not None:
-                j = self.blocker(rec, finished_part, i, plan.hashes)
+                j = self.blocker(rec, finished_part, i, plan.hashes, plan.deep)
                 if j is not None:
                     (need_built if objs[j] is MISSING else need_finished).append(j)
             if need_built or need_finished:
@@ -435,6 +464,10 @@ class Loader:
                     raise FormatError(
                         f"records {sorted(waiting)[:10]} form a reference cycle through "
                         f"immutable objects that cannot be rebuilt")
+                # Builds go first: an object made with references to objects not yet
+                # filled is what pickle makes on a cycle, and making it may complete
+                # what a stuck fill (a __setstate__ reading its state) waits for.
+                stuck = [i for i in stuck if objs[i] is MISSING] or stuck
                 safe = [i for i in stuck if hashes_safely(i)]
                 for i in safe or stuck:
                     only_fills.discard(i)
@@ -452,6 +485,7 @@ ALL = slice(1, None)
 
 def load_records(types, records, root_value, unset_markers=0, closes_cycle=None, batches=()):
     loader = None
+    checked = CHECKED.set({False: {}, True: {}})
     try:
         loader = Loader(types, records, unset_markers, closes_cycle, batches)
         return loader.run(root_value)
@@ -464,5 +498,6 @@ def load_records(types, records, root_value, unset_markers=0, closes_cycle=None,
                  else "the type table" if loader is None else "the root")
         raise FormatError(f"{where} is malformed: {describe(e)}") from e
     finally:
+        CHECKED.reset(checked)
         if loader is not None:
             loader.release()

@@ -52,6 +52,7 @@ class Registry:
     def __init__(self):
         self.by_name = {}          # stable name or alias -> class / function
         self.allowed = set()       # allowed top-level namespaces
+        self.game = set()          # namespaces that define saveable classes: the game's own
         self.upgrades = {}         # (stable name, from_version) -> fn(fields) -> fields
         self.asset_by_id = {}      # asset id -> object
         self.asset_id_of = {}      # id(object) -> asset id (objects kept alive above)
@@ -81,6 +82,7 @@ class Registry:
                 )
             self.by_name[key] = cls
         self.allowed.add(_top(cls.__module__))
+        self.game.add(_top(cls.__module__))
         self.changes += 1
         return cls
 
@@ -118,6 +120,11 @@ class Registry:
             return False
         parts = module_name.split(".")
         return any(".".join(parts[:i]) in self.allowed for i in range(1, len(parts) + 1))
+
+    def is_game_module(self, module_name):
+        """A module of a package that defines ``@save_root`` / ``@saveable`` classes: the
+        game's own code, as opposed to a library it only allows."""
+        return isinstance(module_name, str) and _top(module_name) in self.game
 
     def check_savable_name(self, obj, what):
         """Return obj's stable name if a load could resolve it, else raise SaveError."""

@@ -2,7 +2,10 @@
 stdout: the outcome, the modules the load imported, the audit events it raised, the CPU
 time and the peak memory it took. Used by tests/test_safe_load.py.
 
-    python hostile_child.py FILE [allow ...]
+    python hostile_child.py FILE [allow ...] [+module ...]
+
+``+module`` imports that module before the load (the game's own modules, as a game
+imports them), without allowing anything more.
 """
 
 import json
@@ -18,12 +21,15 @@ WATCHED = ("os.system", "subprocess.Popen", "os.exec", "os.spawn", "os.posix_spa
            "exec", "compile", "import", "os.remove", "os.unlink", "os.rename",
            "shutil.", "socket.", "ctypes.", "builtins.input", "os.fork", "os.kill")
 events = []
+opened = []           # files opened during the load (zoneinfo reads the system's TZPATH)
 armed = False
 
 
 def hook(event, args):
     if armed and event.startswith(WATCHED):
         events.append(event)
+    if armed and event == "open":
+        opened.append(f"{args[0]} {args[1]}")
 
 
 sys.addaudithook(hook)
@@ -31,10 +37,14 @@ sys.addaudithook(hook)
 
 def main():
     global armed
-    path, *allowed = sys.argv[1:]
+    path, *args = sys.argv[1:]
     data = open(path, "rb").read()
-    for name in allowed:
-        autosave.allow(name)
+    for name in args:
+        if name.startswith("+"):
+            sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+            __import__(name[1:])
+        else:
+            autosave.allow(name)
     # a bomb fails fast with MemoryError instead of thrashing the machine
     soft = 2 << 30
     resource.setrlimit(resource.RLIMIT_AS, (soft, soft))
@@ -57,7 +67,7 @@ def main():
     tracemalloc.stop()
     print(json.dumps({"outcome": outcome, "kind": kind, "cpu": cpu, "peak": peak,
                       "bytes": len(data), "imported": sorted(set(sys.modules) - before),
-                      "events": sorted(set(events))}))
+                      "events": sorted(set(events)), "opened": opened}))
     sys.stdout.flush()
     del root                        # a graph that loads must also free
     import gc

@@ -14,6 +14,11 @@ from autosave.format import ABSENT, decode, frame, msgpack_pack
 autosave.allow(__name__)
 
 
+@autosave.save_root      # the game's own module: its classes' __reduce__ are its code
+class Game:
+    pass
+
+
 @attrs.define(eq=False)
 class Unit:
     name: str

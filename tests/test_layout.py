@@ -23,6 +23,11 @@ from autosave_codegen.emit import kind_of
 
 autosave.allow(__name__)
 
+
+@autosave.save_root      # the game's own module: its classes' __reduce__ are its code
+class _Game:
+    pass
+
 _counter = itertools.count()
 FUZZ = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "0") or 0)   # 0: the seeded CI set
 BASES = (None, list, dict, set, tuple, str, int, collections.deque)

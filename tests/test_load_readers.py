@@ -29,6 +29,12 @@ from test_graph_properties import DictNode, SlotNode   # plain nodes, batched
 
 autosave.allow(__name__)
 
+
+@autosave.save_root      # this module is the game: its classes' own __reduce__ are its code
+class Game:
+    pass
+
+
 LOG = []                 # (label, digest) of every reader run on load, in order
 
 

@@ -33,6 +33,11 @@ from helpers import assert_isomorphic, float_bits
 autosave.allow(__name__)
 
 
+@autosave.save_root      # the game's own module: its classes' __reduce__ are its code
+class _Game:
+    pass
+
+
 @pytest.fixture(params=["bytes", "file"])
 def rt(request, tmp_path):
     """A round trip: dumps/loads, or save/load through a file in tmp_path."""

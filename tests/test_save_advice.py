@@ -307,12 +307,40 @@ REDUCING = """
 def test_a_reduce_calling_a_function_follows_each_fix(module, unregister):
     game = module(REDUCING)
     message = save_error(game.Coin(3))
-    assert "Register an adapter with autosave.register(...)" in message
+    assert f"register it with autosave.reconstructor({game.__name__}.make)" in message
     assert "replace Coin.__reduce__ with __getstate__/__setstate__" in message
     assert autosave.copy(game.StatefulCoin(3)).x == 3         # __reduce__ replaced
+    autosave.reconstructor(game.make)                          # the first fix, as written
+    try:
+        assert autosave.copy(game.Coin(3)).x == 3
+    finally:
+        from autosave.reconstructors import unregister as forget
+        forget(game.make)
     unregister(autosave.register(game.Coin, save=lambda c: [c.x], load=game.Coin,
                                  args=(int,)))
     assert autosave.copy(game.Coin(3)).x == 3
+
+
+def test_a_reduce_passing_a_callable_follows_the_fix(module):
+    game = module("""
+        import autosave
+        def on_hit():
+            return "ouch"
+        class Hook:
+            def __init__(self, callback):
+                self.callback = callback
+            def __reduce__(self):
+                return Hook, (self.callback,)
+    """)
+    message = save_error(game.Hook(game.on_hit))
+    fix = f"autosave.reconstructor({game.__name__}.Hook, callables=(0,))"
+    assert fix in message
+    autosave.reconstructor(game.Hook, callables=(0,))
+    try:
+        assert autosave.copy(game.Hook(game.on_hit)).callback() == "ouch"
+    finally:
+        from autosave.reconstructors import unregister as forget
+        forget(game.Hook)
 
 
 def test_a_c_reduce_calling_a_function_does_not_suggest_replacing_it():
@@ -321,7 +349,31 @@ def test_a_c_reduce_calling_a_function_does_not_suggest_replacing_it():
     assert "replace" not in message or "__reduce__ with" not in message
 
 
-def test_a_reduce_naming_an_untrusted_class_loads_once_allowed(module):
+def test_a_game_class_whose_reduce_passes_a_callable_follows_the_fix(module):
+    game = module("""
+        import autosave
+        def on_hit():
+            return "ouch"
+        @autosave.save_root
+        class Trap:
+            def __init__(self, callback):
+                self.callback = callback
+            def __reduce__(self):
+                return Trap, (self.callback,)
+    """)
+    message = save_error(game.Trap(game.on_hit))
+    assert "is written to take a callable there" in message
+    fix = f"autosave.reconstructor({game.__name__}.Trap, callables=(0,))"
+    assert fix in message
+    autosave.reconstructor(game.Trap, callables=(0,))
+    try:
+        assert autosave.copy(game.Trap(game.on_hit)).callback() == "ouch"
+    finally:
+        from autosave.reconstructors import unregister as forget
+        forget(game.Trap)
+
+
+def test_a_reduce_naming_an_untrusted_class_loads_once_registered(module):
     other = module("""
         class Point:
             def __init__(self, x):
@@ -336,9 +388,13 @@ def test_a_reduce_naming_an_untrusted_class_loads_once_allowed(module):
                 return Point, (self.x,)
     """)
     message = save_error(game.Marker(4))
-    assert f"call autosave.allow({other.__name__!r})" in message
-    autosave.allow(other.__name__)
-    assert autosave.copy(game.Marker(4)).x == 4
+    assert f"register it with autosave.reconstructor({other.__name__}.Point)" in message
+    autosave.reconstructor(other.Point)      # no allow(): the registration is the trust
+    try:
+        assert autosave.copy(game.Marker(4)).x == 4
+    finally:
+        from autosave.reconstructors import unregister as forget
+        forget(other.Point)
 
 
 def test_a_plain_generator_loads_once_decorated(tmp_path, monkeypatch):
@@ -379,12 +435,13 @@ ADVICE = {
     "schema.py": {"autosave.register(": "test_a_c_object_loads_once_an_adapter_is_registered",
                   "give the class __getstate__": "test_a_subclass_of_a_c_class_loads_once_it_has_getstate"},
     "dispatch.py": {"@autosave.coroutine": "test_a_plain_generator_loads_once_decorated"},
-    "adapters/callables.py": {"autosave.register(": "test_a_reduce_calling_a_function_follows_each_fix",
+    "adapters/callables.py": {"autosave.reconstructor({}{}){}": "test_a_reduce_calling_a_function_follows_each_fix",
                               "__getstate__/__setstate__": "test_a_reduce_calling_a_function_follows_each_fix",
-                              "call autosave.allow(": "test_a_reduce_naming_an_untrusted_class_loads_once_allowed"},
+                              "is written to take a callable there": "test_a_game_class_whose_reduce_passes_a_callable_follows_the_fix"},
+    "reconstructors.py": {"autosave.reconstructor(": "test_a_reduce_naming_an_untrusted_class_loads_once_registered"},
 }
 _ADVICE_WORDS = re.compile(
-    r"call autosave\.allow\(|autosave\.register\(\.\.\.\)|with @autosave\.coroutine"
+    r"call autosave\.allow\(|autosave\.register\(\.\.\.\)|with @autosave\.coroutine|autosave\.reconstructor\("
     r"|__getstate__/__setstate__|module level|bound to|assign the|module's source|autosave\.transient and")
 
 

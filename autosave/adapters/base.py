@@ -69,6 +69,9 @@ class Adapter:
     fill_finished = None      # payload slice whose objects must be filled before fill
     hashes = False            # ...because it hashes them (keys, members), rather than
                               # reading their contents (__setstate__, keyword arguments)
+    deep = False              # build or fill runs code that may read anything the parts
+                              # reach (a __setstate__, a constructor): it waits for all
+                              # of it to be done, as pickle's order gives it
     reads_parts = True        # build or fill may read what the parts hold (a load holds
                               # it back until the batch objects are filled); containers
                               # that only keep references say False

@@ -17,6 +17,8 @@ import types
 from ..advice import function_not_found
 from ..errors import FormatError, IncompatibleSaveError, UntrustedTypeError
 from ..loadcheck import bound_hook, class_attribute, exact, str_dict
+from ..purity import impure_names, is_pure
+from ..reconstructors import check_arguments, check_inert, entry_for, named, register
 from ..registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
 from .base import ADAPTERS_BY_NAME, ON_REGISTER, PENDING, Adapter, activate_pending, register_adapter
 
@@ -49,7 +51,7 @@ class GlobalAdapter(Adapter):
     @classmethod
     def name_of(cls, obj):
         name = stable_name(obj)
-        if name in cls.adapter_classes():
+        if name in cls.adapter_classes() or named(name) is obj:
             return name
         module = getattr(obj, "__module__", None) or ""
         if module.startswith("_") and name not in SAFE_STDLIB_NAMES:
@@ -73,6 +75,8 @@ class GlobalAdapter(Adapter):
         if type(name) is not str:
             raise ValueError("a global record holds a name")
         known = self.adapter_classes().get(name)
+        if known is None:
+            known = named(name)
         return known if known is not None else REGISTRY.resolve(name, "global")
 
 
@@ -144,12 +148,18 @@ def method_of(owner, name):
     cls = owner if is_class else type(owner)
     attr = class_attribute(cls, name)
     dunder = name.startswith("__") and name.endswith("__")
-    own_code = (type(attr) is types.FunctionType
-                and REGISTRY.is_allowed_module(getattr(attr, "__module__", None)))
+    code = attr.__func__ if type(attr) in (classmethod, staticmethod) else attr
+    own_code = (type(code) is types.FunctionType
+                and REGISTRY.is_allowed_module(getattr(code, "__module__", None)))
     if dunder and not own_code and (is_class or name not in DATA_DUNDERS):
         raise UntrustedTypeError(
             f"the save asks for the special method {cls.__qualname__}.{name}; a save may "
             f"bind special methods of the data protocols only")
+    if not dunder and not own_code and attr is not None and not is_pure(cls, name):
+        raise UntrustedTypeError(
+            f"the save binds {cls.__module__}.{cls.__qualname__}.{name}, which is not a "
+            f"pure method of that type; a save binds the game's own methods and, of other "
+            f"types, only the pure ones that compute on their data (docs/security.md)")
     if is_class:
         if type(attr) is classmethod:
             return types.MethodType(attr.__func__, owner)
@@ -337,7 +347,11 @@ class ReduceAdapter(Adapter):
     """
     name, has_fill = "autosave.reduce", True
     build_slice = slice(1, 4)
+    # a constructor reads its arguments, a __setstate__ its state: everything they
+    # reach is done first (objects on a cycle back aside), as pickle's order gives it
+    build_finished = slice(3, 4)
     fill_finished = slice(4, None)
+    deep = True
 
     def parts_of(self, obj, rv):
         func, args, state, listitems, dictitems, *setter = (*rv, None, None, None, None)[:6]
@@ -346,7 +360,7 @@ class ReduceAdapter(Adapter):
         newobj = func is copyreg.__newobj__
         if newobj:
             func, args = args[0], args[1:]
-        check_constructor(func, obj)
+        check_constructor(func, obj, newobj, tuple(args))
         dict_flat = []
         for k, v in (dictitems or ()):
             dict_flat.extend((k, v))
@@ -355,37 +369,40 @@ class ReduceAdapter(Adapter):
     def build(self, vals):
         func, newobj, args = vals[1:4]
         exact(args, tuple, "reduce arguments")
-        check = SAFE_CONSTRUCTORS.get(func)
-        if check is not None:
-            check(args)
-        elif not isinstance(func, type) or not REGISTRY.is_allowed_module(func.__module__):
-            raise UntrustedTypeError(
-                f"the save asks to construct {getattr(func, '__module__', '?')}."
-                f"{getattr(func, '__qualname__', type(func).__name__)}; a save may only "
-                f"construct classes of the allowed namespaces {sorted(REGISTRY.allowed)}")
-        return func.__new__(func, *args) if newobj is True else func(*args)
+        if type(newobj) is not bool:
+            raise FormatError("a reduce record's second part is a bool")
+        if PENDING:                  # a package's reconstructors, once it is imported
+            activate_pending()
+        entry = entry_for(func, newobj, len(args))
+        check_arguments(entry, args, f"a reduce record of {_name(func)}:")
+        return func.__new__(func, *args) if newobj else func(*args)
 
     def fill(self, obj, vals):
         state, listitems, dictitems = vals[4:]
-        if type(obj) in SAFE_CONSTRUCTORS:
+        cls = type(obj)
+        if cls in SAFE_CONSTRUCTORS:
             if state is not None or listitems or dictitems:
-                raise FormatError(f"a {type(obj).__name__} record holds state or items")
+                raise FormatError(f"a {cls.__name__} record holds state or items")
             return
+        what = f"a reduce record of {cls.__module__}.{cls.__qualname__}:"
         if state is not None:
             setstate = bound_hook(obj, "__setstate__")
             if setstate is not None:
+                check_inert(state, f"{what} the state", callables=True)
                 setstate(state)
             else:
                 apply_default_state(obj, state)
         if exact(listitems, list, "reduce list items"):
-            extend = bound_hook(obj, "extend")
+            extend = class_attribute(cls, "extend")
+            if extend is not list.extend:
+                check_inert(listitems, f"{what} the list items", callables=True)
             if extend is not None:
-                extend(listitems)
+                bound_hook(obj, "extend")(listitems)
             else:                    # as pickle: append one by one without extend
                 append = bound_hook(obj, "append")
                 if append is None:
                     raise FormatError(f"the save gives list items to a "
-                                      f"{type(obj).__qualname__}, which has no extend "
+                                      f"{cls.__qualname__}, which has no extend "
                                       f"or append")
                 for item in listitems:
                     append(item)
@@ -395,20 +412,25 @@ class ReduceAdapter(Adapter):
             setitem = bound_hook(obj, "__setitem__")
             if setitem is None:
                 raise FormatError(f"the save gives dict items to a "
-                                  f"{type(obj).__qualname__}, which has no __setitem__")
+                                  f"{cls.__qualname__}, which has no __setitem__")
+            if class_attribute(cls, "__setitem__") is not dict.__setitem__:
+                check_inert(dictitems, f"{what} the dict items", callables=True)
             it = iter(dictitems)
             for k, v in zip(it, it):
                 setitem(k, v)
 
 
-def check_constructor(func, obj):
-    """Refuse at save time a reduce value whose constructor a load would refuse:
-    a load constructs classes of the allowed namespaces and nothing else."""
-    if func in SAFE_CONSTRUCTORS:
-        return
-    where = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
+def check_constructor(func, obj, newobj=False, args=()):
+    """Refuse at save time a reduce value a load would refuse (autosave/reconstructors.py:
+    a load calls registered reconstructors and classes' own Python ``__reduce__``, on
+    inert arguments), saying how to make it loadable."""
     what = f"{type(obj).__module__}.{type(obj).__qualname__}"
-    if not isinstance(func, type):
+    where = _name(func)
+    if PENDING:
+        activate_pending()
+    try:
+        entry = entry_for(func, newobj, len(args))
+    except UntrustedTypeError:
         # __getstate__/__setstate__ help only once the class's own __reduce__ is gone:
         # a __reduce__ of the class's Python code takes precedence over them.
         own = next((k for k in type(obj).__mro__ if k is not object and (
@@ -417,17 +439,39 @@ def check_constructor(func, obj):
                      "__reduce__", vars(own).get("__reduce_ex__")), types.FunctionType)
                  else f", replace {own.__qualname__}.__reduce__ with "
                       f"__getstate__/__setstate__")
+        kind = "class" if isinstance(func, type) else "function"
         raise LookupError(
-            f"{what}: its __reduce__ rebuilds it by calling the function {where}; a load calls "
-            f"no function a save names (only classes of the allowed namespaces), so it "
-            f"could not be loaded. Register an adapter with autosave.register(...)"
-            f"{state}, or mark the field autosave.transient")
-    if not REGISTRY.is_allowed_module(func.__module__):
-        top = func.__module__.partition(".")[0]
-        raise LookupError(
-            f"{what}: its __reduce__ rebuilds it with the class {where}, outside the allowed "
-            f"namespaces, so a load would refuse it; call autosave.allow({top!r}) if you "
-            f"trust that package, or mark the field autosave.transient")
+            f"{what}: its __reduce__ rebuilds it by calling the {kind} {where}, which is "
+            f"not a registered reconstructor, so a load would refuse it. If that "
+            f"{kind} is safe to call on the data a file holds, register it with "
+            f"autosave.reconstructor({where}{_callables(args)}){state}; or mark the field "
+            f"autosave.transient") from None
+    try:
+        check_arguments(entry, tuple(args), f"{what}: its __reduce__ gives {where}")
+    except FormatError as e:
+        fix = _callables(args, entry.callables if entry is not None else ())
+        fix = (f"; if {where} is written to take a callable there, register it with "
+               f"autosave.reconstructor({where}{fix})" if fix else "")
+        raise LookupError(f"{e}{fix}") from None
+
+
+def _callables(args, allowed=()):
+    """``, callables=(...)`` for the argument positions holding a callable, or '' when
+    none does beyond those ``allowed`` already."""
+    bad = tuple(i for i, a in enumerate(args) if _holds_callable(a))
+    return f", callables={bad!r}" if set(bad) - set(allowed) else ""
+
+
+def _holds_callable(value):
+    try:
+        check_inert(value, "")
+    except FormatError:
+        return True
+    return False
+
+
+def _name(obj):
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
 
 
 def _public_names(what, names):
@@ -456,6 +500,11 @@ def _check_methodcaller(args):
     if not args:
         raise FormatError("a methodcaller record needs a method name")
     _public_names("a methodcaller", args[:1])
+    if args[0] in impure_names():
+        raise UntrustedTypeError(
+            f"the save asks for a methodcaller of {args[0]!r}, an impure method of a "
+            f"value type (file system, imports or attribute paths); a methodcaller may "
+            f"name pure methods and the game's own (docs/security.md)")
 
 
 _PLAIN_VALUES = (str, int, float, bool, bytes, type(None))
@@ -469,6 +518,20 @@ def _check_plain_values(args):
                                  "values only")
     if any(type(a) is str and len(a) > 10_000 for a in args):
         raise FormatError("a builtin value's text is too long")
+    if len(args) == 2 and type(args[0]) in (bytes, str) and type(args[1]) is str:
+        # str(b, codec) / bytes(s, codec): a codec not loaded yet is imported by name
+        if args[1].lower().replace("_", "-") not in TEXT_CODECS:
+            raise UntrustedTypeError(
+                f"the save decodes text with the codec {args[1][:40]!r}; a load uses the "
+                f"codecs {sorted(TEXT_CODECS)} only (another may import a module)")
+    if args and type(args[0]) is int and len(args) == 1 and args[0] > 1 << 20:
+        raise FormatError("a builtin value made from a number that large "
+                          "(bytes(n) allocates n bytes) is refused")
+
+
+TEXT_CODECS = frozenset(("utf-8", "utf8", "utf-16", "utf-16-le", "utf-16-be", "utf16",
+                         "utf-32", "utf-32-le", "utf-32-be", "utf32", "latin-1", "latin1",
+                         "iso-8859-1", "iso8859-1", "ascii", "us-ascii"))
 
 
 # Standard-library classes whose constructors only store their arguments, or convert
@@ -478,6 +541,8 @@ SAFE_CONSTRUCTORS = {operator.itemgetter: _check_itemgetter,
                      operator.methodcaller: _check_methodcaller,
                      **dict.fromkeys((str, int, float, bool, bytes, complex),
                                      _check_plain_values)}
+for _func, _check in SAFE_CONSTRUCTORS.items():
+    register(_func, _check, source="autosave")
 
 
 def apply_default_state(obj, state):
@@ -491,20 +556,27 @@ def apply_default_state(obj, state):
     if str_dict(slotstate, "a slot state dict", allow_none=True):
         slots = _declared_slots(type(obj))
         for k, v in slotstate.items():
+            if k == "__dict__" and "__dict__" in _declared(type(obj)):
+                # a class listing __dict__ among its slots: pickle's setattr replaces
+                # the instance dict with it; its keys are attribute names
+                obj.__dict__.update(str_dict(v, "a slot state's __dict__"))
+                continue
             if k not in slots:
                 raise FormatError(f"the save's slot state names {k!r}, which is not a "
                                   f"slot of {type(obj).__qualname__}")
             object.__setattr__(obj, k, v)
 
 
-def _declared_slots(cls):
+def _declared(cls):
     names = set()
     for klass in cls.__mro__:
         declared = klass.__dict__.get("__slots__", ())
         names.update((declared,) if isinstance(declared, str) else declared)
-    names.discard("__dict__")
-    names.discard("__weakref__")
     return names
+
+
+def _declared_slots(cls):
+    return _declared(cls) - {"__dict__", "__weakref__"}
 
 
 ON_REGISTER.append(lambda: setattr(GlobalAdapter, "_adapter_classes", None))

@@ -26,6 +26,7 @@ from math import prod
 
 from ..errors import FormatError
 from ..loadcheck import MAX_ITERATOR_GAP, exact
+from ..purity import declare
 from .base import Adapter, register_adapter, when_imported
 
 MAX_DIMS = 32                 # numpy's own limit is 64; no game needs more than a few
@@ -464,6 +465,10 @@ def register_numpy():
         register_adapter(adapter)
     from .base import ADAPTERS_BY_TYPE
     ADAPTERS_BY_TYPE[np.ndarray] = DISPATCH
+    # saved bound methods (autosave/purity.py): arrays and scalars compute, but write
+    # files with tofile and dump
+    for cls in (np.ndarray, np.generic):
+        declare(cls, impure=("tofile", "dump"))
 
 
 def register_random():
@@ -472,6 +477,8 @@ def register_random():
     BITGEN = register_adapter(BitGeneratorAdapter(random))
     register_adapter(GeneratorAdapter(random))
     register_adapter(RandomStateAdapter(random))
+    for cls in (random.Generator, random.RandomState, random.BitGenerator):
+        declare(cls)
 
 
 when_imported("numpy", register_numpy, ("numpy.dtype", "numpy.ndarray", "numpy.view",

@@ -10,6 +10,7 @@ pygame classes are saved through their ``__reduce__`` once the game calls
 import sys
 
 from ..errors import FormatError
+from ..purity import declare
 from .base import Adapter, register_adapter, when_imported
 
 
@@ -55,19 +56,25 @@ def _rect(r):
 
 def register_color():
     register_adapter(ColorAdapter(sys.modules["pygame.color"].Color))
+    declare(sys.modules["pygame.color"].Color)        # its methods only compute
+
+
+def _numbers(cls, name, n, kind, parts):
+    register_adapter(NumbersAdapter(cls, name, n, kind, parts))
+    declare(cls)
 
 
 def register_rect():
     module = sys.modules["pygame.rect"]
-    register_adapter(NumbersAdapter(module.Rect, "pygame.Rect", 4, int, _rect))
+    _numbers(module.Rect, "pygame.Rect", 4, int, _rect)
     if hasattr(module, "FRect"):
-        register_adapter(NumbersAdapter(module.FRect, "pygame.FRect", 4, float, _rect))
+        _numbers(module.FRect, "pygame.FRect", 4, float, _rect)
 
 
 def register_math():
     module = sys.modules["pygame.math"]
-    register_adapter(NumbersAdapter(module.Vector2, "pygame.Vector2", 2, float, tuple))
-    register_adapter(NumbersAdapter(module.Vector3, "pygame.Vector3", 3, float, tuple))
+    _numbers(module.Vector2, "pygame.Vector2", 2, float, tuple)
+    _numbers(module.Vector3, "pygame.Vector3", 3, float, tuple)
 
 
 when_imported("pygame.color", register_color)

@@ -8,6 +8,7 @@ docs/types.md; each load checks its arguments' exact types before using them.
 import array
 import collections
 import decimal
+import ipaddress
 import itertools
 import logging
 import os
@@ -351,9 +352,10 @@ class AliasAdapter(Adapter):
 
 
 class LoggerAdapter(Adapter):
-    """[name] -- the logger of that name, which must already exist in the loading
-    process (as ``logging.getLogger`` would return it). A load never creates one:
-    loggers live forever in logging's global table."""
+    """[name] -- the logger of that name, as ``logging.getLogger(name)`` gives it (pickle
+    does the same). Loggers live forever in logging's global table, so a load creates
+    one only for a dotted name of words (``game.ai``, ``worker-2``), at most MAX_NEW_LOGGERS in a
+    process; past that a missing logger is an IncompatibleSaveError."""
     name = "logging.Logger"
     types = (logging.Logger, logging.RootLogger)
 
@@ -367,17 +369,50 @@ class LoggerAdapter(Adapter):
         if type(name) is not str:
             raise FormatError("a logger record holds its name")
         found = logging.Logger.manager.loggerDict.get(name)
-        if not isinstance(found, logging.Logger):
-            raise IncompatibleSaveError(
-                f"the save holds logging.getLogger({name[:100]!r}), which does not exist "
-                f"in this process; create it (import the module that does) before loading")
-        return found
+        if isinstance(found, logging.Logger):
+            return found
+        if (len(name) <= 200 and _LOGGER_NAME.fullmatch(name)
+                and LoggerAdapter.created < MAX_NEW_LOGGERS):
+            LoggerAdapter.created += 1
+            return logging.getLogger(name)
+        raise IncompatibleSaveError(
+            f"the save holds logging.getLogger({name[:100]!r}), which does not exist "
+            f"in this process and is not a name a load creates; create it (import the "
+            f"module that does) before loading")
+
+    created = 0
+
+
+MAX_NEW_LOGGERS = 1000
+_LOGGER_NAME = re.compile(r"[\w-]+(?:\.[\w-]+)*", re.ASCII)
+
+
+class AddressAdapter(Adapter):
+    """[text] -- an ipaddress address, network or interface, as its text: a value."""
+
+    def __init__(self, cls):
+        self.cls, self.types, self.name = cls, (cls,), f"ipaddress.{cls.__name__}"
+
+    def parts(self, obj):
+        return [str(obj)]
+
+    def build(self, vals):
+        (text,) = vals[1:]
+        if type(text) is not str or len(text) > 100:
+            raise FormatError(f"an {self.name} record holds its text")
+        try:
+            return self.cls(text)
+        except ValueError as e:
+            raise FormatError(f"an {self.name} record holds no address: {e}") from None
 
 
 for _adapter in (DecimalContextAdapter, ArrayAdapter, PatternAdapter, ChainMapAdapter,
                  MappingProxyAdapter, CycleAdapter, RepeatAdapter, ChainAdapter,
                  IsliceAdapter, StructseqAdapter, AliasAdapter, LoggerAdapter):
     register_adapter(_adapter())
+for _cls in (ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Network,
+             ipaddress.IPv6Network, ipaddress.IPv4Interface, ipaddress.IPv6Interface):
+    register_adapter(AddressAdapter(_cls))
 for _cls, _spec in ((itertools.takewhile, "fi"), (itertools.dropwhile, "fi"),
                     (itertools.starmap, "fi"), (itertools.compress, "ii"),
                     (itertools.accumulate, "iF"), (itertools.zip_longest, "i")):

@@ -18,8 +18,11 @@ import types
 
 from ..adapters.base import ADAPTERS_BY_TYPE, Adapter, register_adapter
 from ..adapters.callables import GLOBAL
-from ..errors import IncompatibleSaveError, SaveError
-from .runtime import DONE, RUNNING, UNBOUND, Loading
+from ..errors import FormatError, IncompatibleSaveError, SaveError
+from ..loadcheck import class_attribute
+from ..reconstructors import PASSIVE_ITERATORS
+from ..registry import REGISTRY
+from .runtime import DONE, RUNNING, UNBOUND, Coroutine, Loading
 from .specs import FunctionRef, spec_of
 
 
@@ -77,6 +80,8 @@ class CoroutineAdapter(Adapter):
             if slot is None:
                 continue                   # no longer live there: dropped
             attr, _, holds_cell = slot
+            if "@" in saved:
+                check_hidden(spec, label, saved, value)
             if holds_cell and type(value) is not types.CellType:
                 value = types.CellType(value)
             elif not holds_cell and type(value) is types.CellType:
@@ -105,6 +110,74 @@ class CoroutineAdapter(Adapter):
 COROUTINE = register_adapter(CoroutineAdapter())
 # the function reference is written as a plain global name
 ADAPTERS_BY_TYPE[FunctionRef] = GLOBAL
+
+
+# -- hidden locals: only what the transform itself could have stored there ---------------
+#
+# A loop's iterator, a ``with`` manager, a ``yield from`` delegate and a pending
+# exception are used by the coroutine's own code the moment the game resumes it:
+# ``next(it)``, ``type(m).__exit__(m, ...)``, ``d.send(v)``, ``raise e``. A file must not
+# choose what runs there, so each is typed on load (docs/security.md). Hoisted
+# temporaries (``tmp@``) hold the values of an expression's operands and stay untyped:
+# they are what the code computed, of any type, like any other local.
+
+def _trusted_code(cls, name):
+    fn = class_attribute(cls, name)
+    return (type(fn) is types.FunctionType
+            and REGISTRY.is_allowed_module(getattr(fn, "__module__", None))
+            and REGISTRY.is_allowed_module(cls.__module__))
+
+
+def _iterator_types():
+    from ..adapters.base import ADAPTERS_BY_TYPE
+    return frozenset(t for t in dict.keys(ADAPTERS_BY_TYPE)
+                     if isinstance(t, type) and class_attribute(t, "__next__") is not None)
+
+
+_ITERATORS = []
+
+
+def _is_loop_iterator(value):
+    """An iterator a ``for`` loop's ``iter(x)`` could have given: over a container
+    (the passive iterators), a builtin or itertools iterator autosave loads, a coroutine,
+    or an iterator class of the game's own code."""
+    cls = type(value)
+    if cls in PASSIVE_ITERATORS or isinstance(value, Coroutine):
+        return True
+    if not _ITERATORS:
+        _ITERATORS.append(_iterator_types())
+    return cls in _ITERATORS[0] or _trusted_code(cls, "__next__")
+
+
+def _is_pending(value):
+    """What a ``finally`` holds while it runs: None, a jump, or an exception."""
+    if value is None or isinstance(value, BaseException):
+        return True
+    return (type(value) is tuple and 1 <= len(value) <= 2
+            and value[0] in ("return", "break", "continue")
+            and (len(value) == 2) == (value[0] == "return"))
+
+
+_HIDDEN_KINDS = {
+    "iter": ("a loop iterator", _is_loop_iterator),
+    "from": ("a yield-from delegate", _is_loop_iterator),
+    "with": ("a with-statement manager",
+             lambda v: _trusted_code(type(v), "__enter__") and _trusted_code(type(v), "__exit__")),
+    "pending": ("a pending finally outcome", _is_pending),
+    "exc": ("a handled exception", lambda v: isinstance(v, BaseException)),
+}
+
+
+def check_hidden(spec, label, saved, value):
+    kind = saved.partition("@")[0].rstrip("0123456789")
+    found = _HIDDEN_KINDS.get(kind)
+    if found is None:
+        return                      # tmp@...: a hoisted operand, any value
+    what, accepts = found
+    if not accepts(value):
+        raise FormatError(
+            f"coroutine {spec.qualified_name} at label {label!r}: its hidden local "
+            f"{saved!r} must be {what}, the save holds a {type(value).__qualname__}")
 
 
 def _cell_value(cell):

@@ -57,17 +57,27 @@ class YFResult:
 
 def yf_step(d, val, exc):
     """One step of ``yield from d``: the value ``d`` yields, or a YFResult when done."""
+    # send, throw and close are looked up on the delegate's class: its instance
+    # attributes may be a save's data (docs/security.md)
     if exc is None:
+        if val is None:
+            step, args = next, (d,)
+        else:
+            step, args = getattr(type(d), "send", None), (d, val)
+            if step is None:
+                raise AttributeError(f"'{type(d).__name__}' object has no attribute 'send'")
         try:
-            return next(d) if val is None else d.send(val)
+            return step(*args)
         except StopIteration as e:
             return YFResult(e.value)
     if isinstance(exc, GeneratorExit):
-        close = getattr(d, "close", None)
+        close = getattr(type(d), "close", None)
         if close is not None:
-            close()
+            close(d)
         raise exc
-    throw = getattr(d, "throw", None)
+    throw = getattr(type(d), "throw", None)
+    if throw is not None:
+        throw = throw.__get__(d)
     if throw is None:
         raise exc
     handled = sys.exception()

@@ -188,7 +188,7 @@ def forged(name, *payload):
     ("re.Pattern", ("(", 0), FormatError),
     ("autosave.structseq", ("os.system", 1, 2, {}), FormatError),
     ("autosave.structseq", ("time.struct_time", 1, 2, {}), FormatError),
-    ("logging.Logger", ("never.created.logger",), IncompatibleSaveError),
+    ("logging.Logger", ("never created: not a name",), IncompatibleSaveError),
     ("builtins.staticmethod", (3,), FormatError),
     ("itertools.repeat", (1, "many"), FormatError),
     ("itertools.islice", (None, 0, None, 0, 0), FormatError),
@@ -198,11 +198,25 @@ def test_forged_standard_library_records_are_refused(name, payload, error):
         forged(name, *payload)
 
 
-def test_a_forged_logger_name_creates_no_logger():
+def test_a_saved_logger_is_restored_as_getlogger_gives_it():
+    """A name of identifiers is created as logging.getLogger would (pickle does the
+    same); anything else, or past the cap on loggers a load creates, creates nothing."""
+    from autosave.adapters import stdlib_more
     before = set(logging.Logger.manager.loggerDict)
-    with pytest.raises(IncompatibleSaveError):
-        forged("logging.Logger", "made.by.a.file")
+    for name in ("made by a file", "a..b", "x" * 300, "../etc"):
+        with pytest.raises(IncompatibleSaveError):
+            forged("logging.Logger", name)
     assert set(logging.Logger.manager.loggerDict) == before
+    made = forged("logging.Logger", "made.by.a.file")
+    assert made is logging.getLogger("made.by.a.file")
+    created = stdlib_more.LoggerAdapter.created
+    stdlib_more.LoggerAdapter.created = stdlib_more.MAX_NEW_LOGGERS
+    try:
+        with pytest.raises(IncompatibleSaveError):
+            forged("logging.Logger", "one.too.many")
+        assert "one.too.many" not in logging.Logger.manager.loggerDict
+    finally:
+        stdlib_more.LoggerAdapter.created = created
 
 
 def test_iterators_inside_itertools_records_must_be_iterators():
@@ -248,6 +262,9 @@ class Pouch:
 
     def __reduce__(self):
         return (Pouch, (self.items,), {"owner": "x"})
+
+
+autosave.reconstructor(Pouch)          # a library's class: constructible once registered
 
 
 def test_errors_inside_a_reduce_value_give_the_real_path():

@@ -32,7 +32,8 @@ def _optional(name):
 
 # A load imports nothing: the game imports what its saves hold, so these are imported
 # here, in both the saving and the loading process.
-LIBRARIES = {name: _optional(name) for name in ("numpy", "mesa", "pygame", "networkx")}
+LIBRARIES = {name: _optional(name) for name in ("numpy", "mesa", "pygame", "networkx",
+                                                "pandas")}
 _optional("numpy.random")
 
 
@@ -42,8 +43,10 @@ class Entry:
     build: typing.Callable
     use: typing.Callable
     needs: str | None = None      # the optional library the entry needs (skipped if absent)
-    allow: str | None = None      # the one package the entry may allow()
+    allow: str | tuple[str, ...] | None = None   # the packages the entry may allow()
     pickle: bool = True           # does pickle round-trip it? (checked, not assumed)
+    resaves_alike: bool | None = True   # does saving the loaded object give the same
+                                        # bytes? (None: it depends on the hash seed)
 
     def missing(self):
         """Why the entry cannot run here, or None. ``needs`` is a library, or
@@ -62,10 +65,11 @@ class Entry:
 ENTRIES = []
 
 
-def entry(name, use, needs=None, allow=None, pickle=True):
+def entry(name, use, needs=None, allow=None, pickle=True, resaves_alike=True):
     """Decorate a build function: ``build()`` makes the object, ``use(obj)`` runs it."""
     def add(build):
-        ENTRIES.append(Entry(name, build, use, needs=needs, allow=allow, pickle=pickle))
+        ENTRIES.append(Entry(name, build, use, needs=needs, allow=allow, pickle=pickle,
+                             resaves_alike=resaves_alike))
         return build
     return add
 

@@ -8,6 +8,7 @@ np = LIBRARIES["numpy"]
 mesa = LIBRARIES["mesa"]
 pygame = LIBRARIES["pygame"]
 nx = LIBRARIES["networkx"]
+pd = LIBRARIES["pandas"]
 
 # -- numpy ---------------------------------------------------------------------------------
 
@@ -125,6 +126,76 @@ def _step_market(model):
 
 entry("mesa model", _step_market, needs="mesa", allow="mesa")(_market)
 
+if mesa is not None:
+    from mesa.discrete_space import CellAgent
+
+
+
+if mesa is not None and nx is not None:
+    from mesa.discrete_space import Network
+
+    class Carrier(CellAgent):
+        def __init__(self, model, cell):
+            super().__init__(model)
+            self.cell, self.sick = cell, False
+
+        def step(self):
+            if self.sick:
+                for other in self.cell.neighborhood.agents:
+                    if self.random.random() < 0.3:
+                        other.sick = True
+
+    class Outbreak(mesa.Model):
+        """Agents on a network: its __setstate__ reads the cells its state holds."""
+        def __init__(self, seed=None):
+            super().__init__(rng=seed)
+            self.grid = Network(nx.erdos_renyi_graph(20, 0.2, seed=3), capacity=1,
+                                random=self.random)
+            for cell in self.grid.all_cells:
+                Carrier(self, cell)
+            next(iter(self.agents)).sick = True
+
+        def step(self):
+            self.agents.shuffle_do("step")
+
+
+def _outbreak():
+    model = Outbreak(seed=5)
+    model.step()
+    return model
+
+
+def _spread(model):
+    for _ in range(3):
+        model.step()
+    return sorted((a.unique_id, a.sick, a.cell.coordinate) for a in model.agents)
+
+
+# Network.__setstate__ connects the cells again in an order that may depend on the
+# loading process's hash seed, so a second save of the loaded model may differ (pickle's
+# second dump differs even in one process); the model behaves the same.
+entry("mesa model on a network", _spread, needs="mesa", allow=("mesa", "networkx"),
+      resaves_alike=None)(_outbreak)
+
+
+# -- numpy.ma ------------------------------------------------------------------------------
+
+def _masked():
+    ma = np.ma
+    return [ma.masked_array([1.5, 2, 3], mask=[0, 1, 0], fill_value=-1),
+            # fill_value given: MaskedArray.__setstate__ sets a default one where it was
+            # None (after pickle too), so a second save would differ by it
+            ma.masked_array(np.arange(6).reshape(2, 3), mask=[[1, 0, 0], [0, 0, 1]],
+                            fill_value=0)]
+
+
+def _use_masked(xs):
+    return [(x.filled().tolist(), x.mask.tolist(), float(x.mean()), x.fill_value.item())
+            for x in xs]
+
+
+entry("numpy.ma masked arrays", _use_masked, needs="numpy", allow="numpy")(_masked)
+
 
 # -- pygame --------------------------------------------------------------------------------
 
@@ -172,3 +243,32 @@ def _travel(g):
 
 entry("networkx graph with node objects", _travel, needs="networkx", allow="networkx")(_roads)
 
+
+
+# -- pandas --------------------------------------------------------------------------------
+
+def _frames():
+    days = pd.date_range("2024-03-30", periods=4, freq="D", tz="Europe/Paris")
+    return Slot(
+        numbers=pd.DataFrame({"hp": [10, 7, 3, 0], "speed": [1.5, 2.0, 0.5, 0.0]}),
+        text=pd.DataFrame({"name": ["orc", "elf", None, "imp"]},
+                          index=pd.Index(["a", "b", "c", "d"], name="id")),
+        kinds=pd.Series(pd.Categorical(["ore", "gem", "ore", "wood"]), name="kind"),
+        when=pd.Series(days, name="when"),
+        grid=pd.DataFrame({"v": [1, 2, 3, 4]}, index=pd.MultiIndex.from_product(
+            [[0, 1], ["x", "y"]], names=["row", "col"])),
+        hours=pd.Series([1.0, 2.5], index=pd.to_timedelta(["1h", "2h"])),
+    )
+
+
+def _use_frames(s):
+    s.numbers["hp"] -= 1
+    return (s.numbers.sum().to_dict(), s.text["name"].fillna("?").str.upper().tolist(),
+            s.kinds.value_counts().to_dict(), s.kinds.cat.categories.tolist(),
+            [str(t) for t in s.when + pd.Timedelta(hours=1)], str(s.when.dt.tz),
+            s.grid.xs(1, level="row")["v"].tolist(), s.grid.index.names,
+            s.hours.index.total_seconds().tolist())
+
+
+entry("pandas frames, series and indexes", _use_frames, needs="pandas", allow="pandas")(
+    _frames)

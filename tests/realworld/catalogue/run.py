@@ -16,12 +16,12 @@ from autosave.registry import REGISTRY
 
 @contextlib.contextmanager
 def trusting(package):
-    """Only ``package`` is allowed (besides what the game's classes trust) while one
-    entry is saved or loaded: a process running the whole catalogue would otherwise let
-    an entry pass on an allow() made for another."""
+    """Only ``package`` (a name, or a tuple of names) is allowed (besides what the game's
+    classes trust) while one entry is saved or loaded: a process running the whole
+    catalogue would otherwise let an entry pass on an allow() made for another."""
     before = set(REGISTRY.allowed)
     if package is not None:
-        autosave.allow(package)
+        autosave.allow(*((package,) if isinstance(package, str) else package))
     try:
         yield
     finally:

@@ -8,6 +8,7 @@ import decimal
 import enum
 import fractions
 import functools
+import ipaddress
 import itertools
 import logging
 import operator
@@ -404,3 +405,24 @@ stdlib("iterators over builtins", lambda s: (
     list(s.li), list(s.di), list(s.en), list(s.zi), list(s.ma), list(s.fi),
     list(s.keys), list(s.rv)), pickle=False)(_iterators)
 
+
+
+def _addresses():
+    return [ipaddress.ip_address("10.0.0.7"), ipaddress.ip_address("::1"),
+            ipaddress.ip_network("192.168.0.0/24"), ipaddress.ip_network("2001:db8::/32"),
+            ipaddress.ip_interface("10.1.2.3/16"), ipaddress.ip_interface("fe80::1/64")]
+
+
+stdlib("ipaddress values, nothing allowed", lambda xs: [
+    (str(x), x.version, str(x + 1) if hasattr(x, "packed") else str(getattr(
+        x, "netmask", ""))) for x in xs])(_addresses)
+
+
+def _new_logger():
+    # created in the saving process only: the loading one gets it from getLogger
+    return Slot(log=logging.getLogger(f"catalogue.made.{os.getpid()}"))
+
+
+stdlib("a logger the loading process has not created", lambda s: (
+    s.log is logging.getLogger(s.log.name), s.log.name.startswith("catalogue.made.")))(
+    _new_logger)
