@@ -15,6 +15,7 @@ from .adapters.containers import flood_checked
 from .errors import FormatError, IncompatibleSaveError, LoadError
 from .format import ABSENT, STATE_FIELDS, type_entry
 from .loadcheck import bound_hook, class_attribute, describe
+from .reconstructors import check_inert
 from .registry import REGISTRY
 from .schema import schema_of
 from .upgrades import run_upgrades, upgrade_chain
@@ -87,6 +88,7 @@ class StatePlan:
         setstate = bound_hook(obj, "__setstate__")
         try:
             if setstate is not None:
+                check_inert(state, f"a {self.schema.name} record's state", callables=True)
                 setstate(state)
             else:
                 apply_default_state(obj, state)

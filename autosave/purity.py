@@ -49,6 +49,7 @@ def declare(cls: type, pure: Iterable[str] | None = ALL_PUBLIC,
 
 
 _TEXT = ("encode", "decode", "format", "format_map")
+_cls: type
 for _cls in (str, bytes, bytearray):
     declare(_cls, impure=_TEXT)
 for _cls in (int, float, complex, bool, list, tuple, dict, set, frozenset, range, slice,

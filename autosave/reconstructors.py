@@ -26,13 +26,14 @@ refuse, with the fix.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import types
 from contextvars import ContextVar
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from .errors import FormatError, UntrustedTypeError
+from .errors import FormatError, SaveError, UntrustedTypeError
 from .loadcheck import class_attribute
 from .registry import REGISTRY, stable_name
 
@@ -181,8 +182,10 @@ def _passive_iterator_types() -> frozenset[type]:
     samples: list[Any] = [iter([]), iter(()), iter(""), iter("\u20ac"), iter(b""),
                           iter(bytearray()), reversed([]), iter(range(0)),
                           iter(range(1 << 70)), iter({}), iter({}.values()),
-                          iter({}.items()), iter(set()), itertools.count(),
-                          itertools.repeat(None)]
+                          iter({}.items()), iter(set()), reversed({}),
+                          reversed({}.values()), reversed({}.items()), itertools.count(),
+                          itertools.repeat(None), iter(collections.deque()),
+                          reversed(collections.deque())]
     return frozenset(map(type, samples))
 
 
@@ -236,8 +239,22 @@ def check_inert(value: Any, what: str, callables: bool = False) -> None:
                 f"iterated; a load hands trusted code inert data only")
         if not callables and (isinstance(v, type) or callable(v)):
             raise FormatError(
-                f"{what} holds a callable ({t.__name__}); a load hands a constructor inert "
-                f"data only, unless its reconstructor names that argument position")
+                f"{what} holds a callable ({t.__name__}); a load calls a constructor on "
+                f"inert data only, unless its reconstructor names that argument position")
+
+
+def check_state(cls: type, state: Any) -> None:
+    """Refuse at save time a state a load would not hand to ``cls.__setstate__``."""
+    if class_attribute(cls, "__setstate__") is None:
+        return                   # applied to the instance dict: no code reads it
+    try:
+        check_inert(state, f"the state {cls.__qualname__}.__getstate__ gives",
+                    callables=True)
+    except FormatError as e:
+        raise SaveError(
+            f"{e}; keep iterators in fields a load fills itself (drop "
+            f"{cls.__qualname__}'s own __getstate__/__setstate__, or leave them out of "
+            f"its state), or mark the field autosave.transient") from None
 
 
 def check_arguments(entry: Reconstructor | None, args: tuple[Any, ...], what: str) -> None:

@@ -30,6 +30,7 @@ from .format import ABSENT, INLINE_TYPES, STATE_FIELDS, emitter, marked, referen
 from .order import SetOrder
 from .paths import reduce_value, find_path, labelled_children, placed, placed_cause
 from . import dispatch, kernels
+from .reconstructors import check_state
 from .registry import REGISTRY
 from .schema import schema_of
 
@@ -518,6 +519,8 @@ class Walker:
         schema = schema_of(cls)
         t = self.index_of((cls, STATE_FIELDS), schema.name, schema.version, STATE_FIELDS)
         state = self.made[id(obj)] = obj.__getstate__()
+        if state is not None:
+            check_state(cls, state)      # what a load would hand its __setstate__
         return [t] if state is None else self.refs(t, [state])
 
     def save_instance(self, obj):

@@ -370,8 +370,11 @@ def corpus(tmp_path):
     return out
 
 
-def test_the_corpus_writes_nothing_imports_nothing_and_opens_nothing(tmp_path):
+@pytest.mark.parametrize("pure", ["", "1"], ids=["C-loops", "Python-loops"])
+def test_the_corpus_writes_nothing_imports_nothing_and_opens_nothing(tmp_path, pure,
+                                                                     monkeypatch):
     from test_safe_load import run_child
+    monkeypatch.setenv("AUTOSAVE_PUREPYTHON", pure)
     for name, (data, target, extra) in corpus(tmp_path).items():
         if "+numpy" in extra and importlib.util.find_spec("numpy") is None:
             continue
@@ -406,3 +409,122 @@ def test_a_save_error_inside_any_state_names_its_real_path(make, path):
     with pytest.raises(autosave.SaveError) as e:
         autosave.dumps({"x": make(threading.Lock())})
     assert e.value.path == path
+
+
+# -- generated hostile reduce records ----------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+CALLS = []
+
+
+def tripwire(*args):
+    CALLS.append(args)
+    return args
+
+
+def use_carelessly(value, depth=0, calls=True):
+    """What careless trusted code may do with what it is given: call it if it can be
+    called, iterate it (and what it yields) if it can be iterated. A state or items may
+    hold callables, as a game's do (docs/security.md): code of the class that calls one
+    calls what a save may name, which is bounded elsewhere; here it only iterates."""
+    if depth > 4 or isinstance(value, (str, bytes)):
+        return
+    if calls and callable(value) and not isinstance(value, type):
+        value()
+    try:
+        items = list(iter(value))
+    except TypeError:
+        return
+    for item in items:
+        use_carelessly(item, depth + 1, calls)
+
+
+class Trip:
+    """A game class whose constructor and __setstate__ consume what they get, and whose
+    extend consumes its items."""
+
+    def __init__(self, *args):
+        use_carelessly(args)
+
+    def __reduce__(self):
+        return (Trip, ())
+
+    def __setstate__(self, state):
+        use_carelessly(state, calls=False)
+
+
+class TripList(list):
+    def extend(self, items):
+        use_carelessly(items, calls=False)
+
+
+FUNCS = ["test_reconstructors.Trip", "test_reconstructors.TripList",
+         "test_reconstructors.Bag", "test_reconstructors.Members",
+         "test_reconstructors.tripwire", "operator.itemgetter", "builtins.str",
+         "builtins.len", "test_reconstructors.OwnReduce", "test_reconstructors.Guarded"]
+
+
+def lazy_value(f, kind):
+    """A value a file can build that runs code when iterated or called."""
+    trip = f.glob("test_reconstructors.tripwire")     # records a call, returns its args
+    it = f.rec("builtins.list_iterator", f.rec("builtins.list", 1, 2), 0)
+    return {"map": lambda: f.rec("builtins.map", trip, it),
+            "filter": lambda: f.rec("builtins.filter", trip, it),
+            "enumerate-map": lambda: f.rec("builtins.enumerate", f.rec(
+                "builtins.map", trip, it), 0),
+            "partial": lambda: f.rec("functools.partial", trip, f.rec("builtins.tuple", 1),
+                                     f.rec("builtins.dict"), None),
+            "function": lambda: trip,
+            "starmap": lambda: f.rec("itertools.starmap", trip, f.rec(
+                "builtins.list_iterator", f.rec("builtins.list", f.rec(
+                    "builtins.tuple", 1)), 0))}[kind]()
+
+
+def argument(f, shape):
+    """An argument tree: plain values, containers, and lazy values at any depth."""
+    kind, inner = shape
+    if kind == "plain":
+        return inner
+    if kind == "lazy":
+        return lazy_value(f, inner)
+    parts = [argument(f, s) for s in inner]
+    return f.rec({"list": "builtins.list", "tuple": "builtins.tuple"}[kind], *parts)
+
+
+shapes = st.recursive(
+    st.one_of(st.tuples(st.just("plain"), st.one_of(st.integers(-5, 5), st.text(max_size=3),
+                                                     st.none())),
+              st.tuples(st.just("lazy"), st.sampled_from(
+                  ["map", "filter", "enumerate-map", "partial", "function", "starmap"]))),
+    lambda children: st.tuples(st.sampled_from(["list", "tuple"]),
+                               st.lists(children, max_size=3)),
+    max_leaves=6)
+
+
+def holds_lazy(shape):
+    kind, inner = shape
+    return kind == "lazy" or (kind in ("list", "tuple") and any(map(holds_lazy, inner)))
+
+
+@settings(max_examples=120, deadline=None)
+@given(func=st.sampled_from(FUNCS), newobj=st.booleans(),
+       args=st.lists(shapes, max_size=3), place=st.sampled_from(["args", "state", "items"]))
+def test_generated_reduce_records_never_run_file_built_code(func, newobj, args, place):
+    """Whatever a reduce record names and whatever its arguments, state or items hold, a
+    load refuses it or loads it without calling the tripwire or iterating a lazy value."""
+    CALLS.clear()
+    f = Forge()
+    built = [argument(f, a) for a in args]
+    if place == "args":
+        f.reduce(f.glob(func), tuple(built), newobj=newobj)
+    elif place == "state":
+        f.reduce(f.glob(func), (), state=f.rec("builtins.dict", "x", f.rec(
+            "builtins.list", *built)), newobj=True)
+    else:
+        f.reduce(f.glob(func), (), listitems=tuple(built), newobj=True)
+    try:
+        autosave.loads(f.bytes())
+    except autosave.LoadError:
+        pass
+    assert CALLS == [], (func, args, place)

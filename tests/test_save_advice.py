@@ -373,6 +373,27 @@ def test_a_game_class_whose_reduce_passes_a_callable_follows_the_fix(module):
         forget(game.Trap)
 
 
+def test_a_state_holding_an_iterator_follows_the_fix(module):
+    game = module("""
+        import autosave
+        def double(x):
+            return 2 * x
+        class Feed:
+            def __init__(self, items):
+                self.pending, self.cache = map(double, items), {}
+            def __getstate__(self):
+                return {"pending": self.pending}
+            def __setstate__(self, state):
+                self.__dict__.update(state, cache={})
+        class PlainFeed:                    # the fix: no __getstate__/__setstate__ of its own
+            def __init__(self, items):
+                self.pending = map(double, items)
+    """)
+    message = save_error(game.Feed(iter([1, 2])))
+    assert "drop Feed's own __getstate__/__setstate__" in message
+    assert list(autosave.copy(game.PlainFeed(iter([1, 2]))).pending) == [2, 4]
+
+
 def test_a_reduce_naming_an_untrusted_class_loads_once_registered(module):
     other = module("""
         class Point:
@@ -438,7 +459,8 @@ ADVICE = {
     "adapters/callables.py": {"autosave.reconstructor({}{}){}": "test_a_reduce_calling_a_function_follows_each_fix",
                               "__getstate__/__setstate__": "test_a_reduce_calling_a_function_follows_each_fix",
                               "is written to take a callable there": "test_a_game_class_whose_reduce_passes_a_callable_follows_the_fix"},
-    "reconstructors.py": {"autosave.reconstructor(": "test_a_reduce_naming_an_untrusted_class_loads_once_registered"},
+    "reconstructors.py": {"autosave.reconstructor(": "test_a_reduce_naming_an_untrusted_class_loads_once_registered",
+                          "__getstate__/__setstate__": "test_a_state_holding_an_iterator_follows_the_fix"},
 }
 _ADVICE_WORDS = re.compile(
     r"call autosave\.allow\(|autosave\.register\(\.\.\.\)|with @autosave\.coroutine|autosave\.reconstructor\("

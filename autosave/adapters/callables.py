@@ -361,10 +361,13 @@ class ReduceAdapter(Adapter):
         if newobj:
             func, args = args[0], args[1:]
         check_constructor(func, obj, newobj, tuple(args))
+        # items may come as iterators (pickle's protocol): read each once
+        listitems, dictitems = list(listitems or ()), list(dictitems or ())
+        check_handed(obj, state, listitems, dictitems)
         dict_flat = []
-        for k, v in (dictitems or ()):
+        for k, v in dictitems:
             dict_flat.extend((k, v))
-        return [func, newobj, tuple(args), state, list(listitems or ()), dict_flat]
+        return [func, newobj, tuple(args), state, listitems, dict_flat]
 
     def build(self, vals):
         func, newobj, args = vals[1:4]
@@ -453,6 +456,29 @@ def check_constructor(func, obj, newobj=False, args=()):
         fix = (f"; if {where} is written to take a callable there, register it with "
                f"autosave.reconstructor({where}{fix})" if fix else "")
         raise LookupError(f"{e}{fix}") from None
+
+
+def check_handed(obj, state, listitems, dictitems):
+    """Refuse at save time a state or items that a load would not hand to the class's
+    own ``__setstate__`` / ``extend`` / ``__setitem__``: they must be inert."""
+    cls = type(obj)
+    what = f"{cls.__module__}.{cls.__qualname__}"
+    handed = []
+    if state is not None and class_attribute(cls, "__setstate__") is not None:
+        handed.append(("__setstate__", state))
+    if listitems and class_attribute(cls, "extend") not in (None, list.extend):
+        handed.append(("extend", listitems))
+    if dictitems and class_attribute(cls, "__setitem__") is not dict.__setitem__:
+        handed.append(("__setitem__", dictitems))
+    for hook, value in handed:
+        try:
+            check_inert(value, f"{what}: what its __reduce__ hands its {hook}",
+                        callables=True)
+        except FormatError as e:
+            raise LookupError(
+                f"{e}; keep iterators in fields a load fills itself (no "
+                f"__setstate__ of the class's own), or mark the field "
+                f"autosave.transient") from None
 
 
 def _callables(args, allowed=()):

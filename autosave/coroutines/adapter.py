@@ -14,14 +14,16 @@ Loading a label the function no longer has, or without a local the point needs, 
 ``IncompatibleSaveError`` naming the function and the label.
 """
 
+import itertools
 import types
+
 
 from ..adapters.base import ADAPTERS_BY_TYPE, Adapter, register_adapter
 from ..adapters.callables import GLOBAL
 from ..errors import FormatError, IncompatibleSaveError, SaveError
 from ..loadcheck import class_attribute
 from ..reconstructors import PASSIVE_ITERATORS
-from ..registry import REGISTRY
+from ..registry import REGISTRY, SAFE_STDLIB_NAMES
 from .runtime import DONE, RUNNING, UNBOUND, Coroutine, Loading
 from .specs import FunctionRef, spec_of
 
@@ -42,6 +44,8 @@ class CoroutineAdapter(Adapter):
         for saved, attr in spec.saved[state]:
             value = d[attr]
             if value is not UNBOUND:
+                if "@" in saved:
+                    _check_saved_hidden(spec, spec.labels[state], saved, value)
                 out.append(saved)
                 out.append(value)
         return out
@@ -128,25 +132,56 @@ def _trusted_code(cls, name):
             and REGISTRY.is_allowed_module(cls.__module__))
 
 
-def _iterator_types():
-    from ..adapters.base import ADAPTERS_BY_TYPE
-    return frozenset(t for t in dict.keys(ADAPTERS_BY_TYPE)
-                     if isinstance(t, type) and class_attribute(t, "__next__") is not None)
+def _types(*samples):
+    return frozenset(map(type, samples))
 
 
-_ITERATORS = []
+# Iterators that only pass on what other iterators give (their parts, as their adapter
+# saves them, are checked in turn), and those that call a function as they go, which
+# may be a pure standard-library one only (``map(abs, xs)``, ``filter(None, xs)``).
+# ``chain`` and ``tee`` hold sources a load cannot see into.
+_WRAPPERS = _types(enumerate(()), zip(), reversed(()), itertools.islice((), 0),
+                   itertools.cycle(()), itertools.zip_longest(), itertools.compress((), ()),
+                   itertools.product(), itertools.permutations(()),
+                   itertools.combinations((), 0),
+                   itertools.combinations_with_replacement((), 0))
+_CALLING = _types(map(len, ()), filter(None, ()), itertools.starmap(len, ()),
+                  itertools.takewhile(len, ()), itertools.dropwhile(len, ()),
+                  itertools.filterfalse(None, ()), itertools.accumulate(()),
+                  itertools.groupby(()))
+MAX_ITERATOR_PARTS = 10_000       # iterators inside one loop's iterator, checked
+_PURE = []                        # ids of the pure standard-library callables
+
+
+def _pure_callable(value):
+    if not _PURE:
+        _PURE.append(frozenset(id(REGISTRY.resolve(name, "global"))
+                               for name in SAFE_STDLIB_NAMES))
+    return value is None or id(value) in _PURE[0]
 
 
 def _is_loop_iterator(value):
-    """An iterator a ``for`` loop's ``iter(x)`` could have given: over a container
-    (the passive iterators), a builtin or itertools iterator autosave loads, a coroutine,
-    or an iterator class of the game's own code."""
-    cls = type(value)
-    if cls in PASSIVE_ITERATORS or isinstance(value, Coroutine):
-        return True
-    if not _ITERATORS:
-        _ITERATORS.append(_iterator_types())
-    return cls in _ITERATORS[0] or _trusted_code(cls, "__next__")
+    """An iterator a ``for`` loop's ``iter(x)`` could have stored that runs no code of a
+    file's choosing when advanced: over a container (the passive iterators), a coroutine,
+    an iterator class of the game's own code, ``enumerate``, ``zip``, ``islice``... of
+    such, or ``map`` / ``filter``... of a pure standard-library function over such."""
+    todo, seen = [value], 0
+    while todo:
+        v = todo.pop()
+        cls = type(v)
+        seen += 1
+        if seen > MAX_ITERATOR_PARTS:
+            return False
+        if cls in PASSIVE_ITERATORS or isinstance(v, Coroutine) or _trusted_code(cls, "__next__"):
+            continue
+        if cls not in _WRAPPERS and cls not in _CALLING:
+            return False
+        for part in ADAPTERS_BY_TYPE[cls].parts(v):
+            if class_attribute(type(part), "__next__") is not None:
+                todo.append(part)
+            elif cls in _CALLING and callable(part) and not _pure_callable(part):
+                return False
+    return True
 
 
 def _is_pending(value):
@@ -178,6 +213,18 @@ def check_hidden(spec, label, saved, value):
         raise FormatError(
             f"coroutine {spec.qualified_name} at label {label!r}: its hidden local "
             f"{saved!r} must be {what}, the save holds a {type(value).__qualname__}")
+
+
+def _check_saved_hidden(spec, label, saved, value):
+    """What a load would refuse in a hidden local, refused at save time with the fix."""
+    try:
+        check_hidden(spec, label, saved, value)
+    except FormatError as e:
+        fix = ("iterate a list instead (for x in list(...)): a load resumes a loop only "
+               "over a container, a coroutine or the game's own iterator, never one that "
+               "calls a function of the game's as it goes" if saved.startswith(("iter@", "from@"))
+               else "keep the object the game's own")
+        raise SaveError(f"{e}; {fix}") from None
 
 
 def _cell_value(cell):

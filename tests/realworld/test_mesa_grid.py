@@ -69,3 +69,28 @@ def test_without_the_registered_reconstructor_a_grid_is_refused():
     finally:
         from autosave.adapters.libraries import _check_gridcell
         register(grid.unpickle_gridcell, _check_gridcell, callables=(0,), source="autosave")
+
+
+def test_a_grid_model_loads_in_a_fresh_process_and_steps_on_alike(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    autosave.allow("mesa")
+    model = Walkers(seed=11)
+    positions(model, 2)
+    path = tmp_path / "grid.sav"
+    autosave.save(path, model)
+    expected = positions(model, 4)
+    child = (
+        "import json, sys; sys.path.insert(0, sys.argv[1])\n"
+        "import autosave, test_mesa_grid as t\n"
+        "autosave.allow('mesa')\n"
+        "m = autosave.load(sys.argv[2])\n"
+        "print(json.dumps(t.positions(m, 4)))\n")
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    out = subprocess.run([sys.executable, "-c", child, os.path.dirname(__file__), str(path)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert [(u, tuple(c)) for u, c in got] == expected

@@ -132,6 +132,8 @@ if mesa is not None:
 
 
 if mesa is not None and nx is not None:
+    import inspect
+
     from mesa.discrete_space import Network
 
     class Carrier(CellAgent):
@@ -149,8 +151,12 @@ if mesa is not None and nx is not None:
         """Agents on a network: its __setstate__ reads the cells its state holds."""
         def __init__(self, seed=None):
             super().__init__(rng=seed)
+            # mesa 3.4+ lays the network out and indexes the positions in a scipy
+            # KDTree (a C object autosave has no adapter for yet): a topological network
+            extra = ({"layout": None} if "layout" in inspect.signature(Network).parameters
+                     else {})
             self.grid = Network(nx.erdos_renyi_graph(20, 0.2, seed=3), capacity=1,
-                                random=self.random)
+                                random=self.random, **extra)
             for cell in self.grid.all_cells:
                 Carrier(self, cell)
             next(iter(self.agents)).sick = True
