@@ -12,9 +12,10 @@ from typing import IO, Any, Protocol, TypeVar
 import xxhash
 
 from .saver import Saver
-from .errors import SaveError
+from .errors import FormatError, SaveError
 from .format import decode, encode
 from .generated import GENERATED
+from .limits import OverBudget, file_budget
 from .rebuild import load_records
 
 
@@ -68,9 +69,15 @@ def _walker() -> Saver:
 
 
 def loads(data: bytes | bytearray | memoryview) -> Any:
-    """The root saved in ``data``. Raises only LoadError kinds on bad input."""
-    with collector_paused():
-        return load_records(*decode(data))
+    """The root saved in ``data``. Raises only LoadError kinds on bad input.
+
+    The whole load is held to the budget of ``data``'s size (autosave.limits), or,
+    inside a reader that opened one (a log's restore), to that reader's file's."""
+    try:
+        with collector_paused(), file_budget(len(data)):
+            return load_records(*decode(data))
+    except OverBudget as e:
+        raise FormatError(str(e)) from None
 
 
 def save(path: PathLike, root: object) -> int:

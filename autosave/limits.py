@@ -13,9 +13,16 @@ the records before any object is built (docs/security.md, "Budgets").
   the records and bounded by ``hash_budget``.
 * **Collisions.** Keys crafted to share one hash make building a dict or set quadratic;
   ``check_flood`` refuses containers whose keys collide far beyond chance.
+* **The whole file.** Each record's own bound holds, and so must their sum: a
+  ``Budget`` per file, opened by whatever reads one (``loads``, a log's ``restore``,
+  ``inspect``, ``diff``), is charged the memory and work the records declare before
+  any of it is spent, and refuses the file once the total passes what its size allows.
 """
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from itertools import compress
 from operator import itemgetter
 
@@ -23,6 +30,87 @@ from .errors import FormatError
 from .format import target
 
 C_DEPTH = 3000
+
+# -- the whole file's budget ---------------------------------------------------------
+
+# docs/security.md, "What is promised": a file of N bytes within 64 MiB + 100 N bytes of
+# memory and about 1 s + 2 us N of CPU. Decoding a byte and building what it describes
+# takes up to ~80 bytes at the peak (a file of empty dicts: measured), charged as 100;
+# what remains is for what records declare (an itertools size, an iterator's gap, a
+# checkpoint's inflated bytes), less a reserve for the loader's own bookkeeping.
+MEMORY_BASE = 64 << 20
+MEMORY_PER_BYTE = 100
+MEMORY_RESERVE = 8 << 20
+# Work in steps of about 30-50 ns (an iterator advanced, a key compared or hashed): a
+# byte decoded is charged its share of the 2 us it is allowed, the base 2**24 steps
+# (about 0.6 s) is what records may declare on top.
+WORK_BASE = 1 << 24
+WORK_PER_BYTE = 32
+
+
+class OverBudget(Exception):
+    """The file's records declare more than its budget. Not a LoadError: raised inside
+    a record's build, the loader reports it as a FormatError naming that record; the
+    readers outside the loader turn it into theirs (``FormatError``,
+    ``CorruptLogError``) with the file and offset."""
+
+
+class Budget:
+    """What one file may still make its reader allocate (bytes) and compute (steps)."""
+
+    __slots__ = ("memory", "work", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.memory = MEMORY_BASE - MEMORY_RESERVE
+        self.work = WORK_BASE
+        # the file's own bytes are what the per-byte allowance is for
+        self.memory += MEMORY_PER_BYTE * size
+        self.work += WORK_PER_BYTE * size
+
+    def charge(self, memory: int, work: int, what: str) -> None:
+        """Take ``memory`` bytes and ``work`` steps for ``what``, before spending them;
+        OverBudget (nothing taken) if the file has not that much left."""
+        if memory > self.memory:
+            raise OverBudget(f"{what} takes {memory:,} bytes of memory, more than the "
+                             f"{max(self.memory, 0):,} a {self.size:,}-byte file has left "
+                             f"(docs/security.md, Budgets)")
+        if work > self.work:
+            raise OverBudget(f"{what} takes {work:,} steps, more than the "
+                             f"{max(self.work, 0):,} a {self.size:,}-byte file has left "
+                             f"(docs/security.md, Budgets)")
+        self.memory -= memory
+        self.work -= work
+
+
+_ACTIVE: ContextVar[Budget | None] = ContextVar("autosave_budget", default=None)
+
+
+@contextmanager
+def file_budget(size: int) -> Iterator[Budget]:
+    """The budget of the file being read: a new one for ``size`` bytes, or, inside a
+    reader that opened one already (a log's restore loading its checkpoint), that one,
+    charged for decoding ``size`` more bytes. Raises OverBudget when it cannot be."""
+    active = _ACTIVE.get()
+    if active is not None:
+        active.charge(MEMORY_PER_BYTE * size, WORK_PER_BYTE * size,
+                      f"decoding {size:,} bytes")
+        yield active
+        return
+    budget = Budget(size)
+    token = _ACTIVE.set(budget)
+    try:
+        yield budget
+    finally:
+        _ACTIVE.reset(token)
+
+
+def charge(memory: int, work: int, what: str) -> None:
+    """Charge the file being read, if any (a ``copy`` reads the game's own graph:
+    no budget)."""
+    budget = _ACTIVE.get()
+    if budget is not None:
+        budget.charge(memory, work, what)
 
 
 def hash_budget(records):
