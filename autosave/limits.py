@@ -35,15 +35,16 @@ C_DEPTH = 3000
 
 # docs/security.md, "What is promised": a file of N bytes within 64 MiB + 100 N bytes of
 # memory and about 1 s + 2 us N of CPU. Decoding a byte and building what it describes
-# takes up to ~80 bytes at the peak (a file of empty dicts: measured), charged as 100;
+# takes up to ~80 bytes at the peak (a file of empty dicts: measured), charged as 90;
 # what remains is for what records declare (an itertools size, an iterator's gap, a
 # checkpoint's inflated bytes), less a reserve for the loader's own bookkeeping.
 MEMORY_BASE = 64 << 20
 MEMORY_PER_BYTE = 100
 MEMORY_RESERVE = 8 << 20
+DECODE_MEMORY_PER_BYTE = 90
 # Work in steps of about 30-50 ns (an iterator advanced, a key compared or hashed): a
-# byte decoded is charged its share of the 2 us it is allowed, the base 2**24 steps
-# (about 0.6 s) is what records may declare on top.
+# byte decoded is charged its 2 us share, the base 2**24 steps (about 0.6 s) is what
+# records may declare on top.
 WORK_BASE = 1 << 24
 WORK_PER_BYTE = 32
 
@@ -56,17 +57,15 @@ class OverBudget(Exception):
 
 
 class Budget:
-    """What one file may still make its reader allocate (bytes) and compute (steps)."""
+    """What a file of ``size`` bytes may still make its reader allocate (bytes) and
+    compute (steps)."""
 
     __slots__ = ("memory", "work", "size")
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.memory = MEMORY_BASE - MEMORY_RESERVE
-        self.work = WORK_BASE
-        # the file's own bytes are what the per-byte allowance is for
-        self.memory += MEMORY_PER_BYTE * size
-        self.work += WORK_PER_BYTE * size
+        self.memory = MEMORY_BASE - MEMORY_RESERVE + MEMORY_PER_BYTE * size
+        self.work = WORK_BASE + WORK_PER_BYTE * size
 
     def charge(self, memory: int, work: int, what: str) -> None:
         """Take ``memory`` bytes and ``work`` steps for ``what``, before spending them;
@@ -82,22 +81,27 @@ class Budget:
         self.memory -= memory
         self.work -= work
 
+    def decoding(self, size: int) -> None:
+        self.charge(DECODE_MEMORY_PER_BYTE * size, WORK_PER_BYTE * size,
+                    f"decoding {size:,} bytes")
+
 
 _ACTIVE: ContextVar[Budget | None] = ContextVar("autosave_budget", default=None)
 
 
 @contextmanager
-def file_budget(size: int) -> Iterator[Budget]:
-    """The budget of the file being read: a new one for ``size`` bytes, or, inside a
-    reader that opened one already (a log's restore loading its checkpoint), that one,
-    charged for decoding ``size`` more bytes. Raises OverBudget when it cannot be."""
+def file_budget(size: int, decoded: bool = True) -> Iterator[Budget]:
+    """The budget of the file being read: the one a reader opened already (a log's
+    restore loading its checkpoint), else a new one for ``size`` bytes. ``decoded``:
+    the reader decodes ``size`` bytes, charged now (a log's reader decodes only parts
+    of its file, and charges them). Raises OverBudget when it cannot be."""
     active = _ACTIVE.get()
+    budget = active if active is not None else Budget(size)
+    if decoded:
+        budget.decoding(size)
     if active is not None:
-        active.charge(MEMORY_PER_BYTE * size, WORK_PER_BYTE * size,
-                      f"decoding {size:,} bytes")
         yield active
         return
-    budget = Budget(size)
     token = _ACTIVE.set(budget)
     try:
         yield budget

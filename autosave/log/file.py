@@ -269,6 +269,12 @@ class LogFile:
         """The file length the last commit made durable."""
         return self.slot.end
 
+    @property
+    def size(self):
+        """The log's length with the records queued for the next commit: the size a
+        checkpoint's budget is reckoned from (docs/security.md, Budgets)."""
+        return self.slot.end + len(self.pending)
+
     def check_writable(self):
         """Raise the LogUnusableError kind saying why this object may not write, if so."""
         if self.fd is None:

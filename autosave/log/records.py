@@ -12,6 +12,9 @@ import msgpack
 import xxhash
 
 from ..errors import CorruptLogError
+from ..files import loads
+from ..limits import (DECODE_MEMORY_PER_BYTE, WORK_PER_BYTE, Budget, OverBudget,
+                      file_budget)
 
 MAGIC = b"\x89ASVLOG\n"
 VERSION = 2
@@ -189,53 +192,90 @@ def unpack_meta(path, offset, body):
 
 # -- checkpoint payloads ------------------------------------------------------------------
 
-INFLATE_BASE = 64 << 20
-INFLATE_RATIO = 100
+# A checkpoint is charged to the budget of the whole log (docs/security.md): its inflated
+# bytes once held (a bytearray grown in place: charged twice over), then decoded and
+# loaded as a file of that size is, out of the allowance of the log's own size. So a
+# small log cannot inflate to a large state: the writer stores a checkpoint less
+# compressed (zlib's stored blocks) when the log is not yet large enough to hold it.
+INFLATED_HELD = 2
 
 
-def inflate_limit(size):
-    """The most bytes a checkpoint record of ``size`` compressed bytes may inflate to.
-    The writer keeps to it (compress_checkpoint), so a reader can refuse more before
-    allocating it: a small file cannot claim gigabytes of memory."""
-    return INFLATE_BASE + INFLATE_RATIO * size
+def checkpoint_limit(log_size):
+    """The most bytes a checkpoint in a log of ``log_size`` bytes may inflate to."""
+    fresh = Budget(log_size)
+    by_memory = fresh.memory // (INFLATED_HELD + DECODE_MEMORY_PER_BYTE)
+    by_work = fresh.work // WORK_PER_BYTE
+    return min(by_memory, by_work)
 
 
-def compress_checkpoint(data):
+def compress_checkpoint(data, end=0):
+    """The payload of a checkpoint appended at offset ``end``: compressed, unless the
+    log would then be too small to inflate it (stored blocks are no smaller than the
+    data, and a log holding them is large enough to restore them)."""
     packed = zlib.compress(data, 1)
-    if len(data) > inflate_limit(len(packed)):
-        packed = zlib.compress(data, 0)    # stored blocks: no smaller than the data
+    if len(data) > checkpoint_limit(end + len(packed)):
+        packed = zlib.compress(data, 0)
     return packed
 
 
-INFLATE_PIECE = 1 << 20
+INFLATE_IN = 1 << 16          # compressed bytes fed at a time (no tail re-sliced)
+INFLATE_OUT = 1 << 20         # bytes inflated at a time, each charged before the next
 
 
-def inflate_checkpoint(path, offset, packed):
-    """The bytes of the checkpoint record at ``offset``, or CorruptLogError. Inflated
-    piece by piece, so that a stream refused for its size has taken no more memory
-    than the bound itself."""
-    limit = inflate_limit(len(packed))
+def inflate_checkpoint(path, offset, packed, log_size):
+    """The bytes of the checkpoint record at ``offset`` of a log of ``log_size`` bytes,
+    charged to the log's budget (the one open, else a new one), or CorruptLogError.
+    Inflated piece by piece in time linear in the stream, so that a stream refused for
+    its size has taken no more memory than the bound itself."""
+    try:
+        with file_budget(log_size, decoded=False) as budget:
+            return _inflate(path, offset, packed, budget)
+    except OverBudget as e:
+        raise CorruptLogError(f"{path}: {e}") from None
+
+
+def _inflate(path, offset, packed, budget):
+    limit = min(budget.memory // (INFLATED_HELD + DECODE_MEMORY_PER_BYTE),
+                budget.work // WORK_PER_BYTE)
     inflater = zlib.decompressobj()
-    pieces, total, rest = [], 0, packed
+    out = bytearray()
+    view = memoryview(packed)
+    fed, rest = 0, b""
     try:
         while not inflater.eof:
-            piece = inflater.decompress(rest, INFLATE_PIECE)
-            rest = inflater.unconsumed_tail
-            if not piece and not rest:
-                break                                  # the stream is cut short
-            total += len(piece)
-            if total > limit:
+            if not rest and fed < len(view):
+                rest = view[fed:fed + INFLATE_IN]      # a view: nothing copied
+                fed += len(rest)
+            piece = inflater.decompress(rest, INFLATE_OUT)
+            rest = inflater.unconsumed_tail             # at most INFLATE_IN bytes
+            if not piece and not rest and fed == len(view):
+                break                                   # the stream is cut short
+            out += piece
+            if len(out) > limit:
                 raise CorruptLogError(
                     f"{path}: the checkpoint at offset {offset} inflates past {limit:,} "
-                    f"bytes, more than a {len(packed):,}-byte record may")
-            pieces.append(piece)
+                    f"bytes, more than a {budget.size:,}-byte log may hold "
+                    f"(docs/security.md, Budgets)")
     except zlib.error as e:
         raise CorruptLogError(f"{path}: the checkpoint at offset {offset} is not a compressed "
                               f"save ({e})") from None
-    if not inflater.eof or inflater.unused_data:
+    if not inflater.eof or inflater.unused_data or rest or fed < len(view):
         raise CorruptLogError(f"{path}: the checkpoint at offset {offset} is a cut or padded "
                               f"zlib stream")
-    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    budget.charge(INFLATED_HELD * len(out), 0, f"the checkpoint at offset {offset}")
+    return out
+
+
+def load_checkpoint(path, offset, packed, log_size):
+    """The state saved in the checkpoint record at ``offset``: inflated and loaded
+    under one budget, the log's (docs/security.md, Budgets)."""
+    with file_budget(log_size, decoded=False):
+        data = inflate_checkpoint(path, offset, packed, log_size)
+        try:
+            return loads(data)
+        except Exception as e:
+            e.add_note(f"in the checkpoint at offset {offset} of {path}")
+            raise
 
 
 def pack_checkpoints(checkpoints):
