@@ -88,7 +88,9 @@ def save(path: PathLike, root: object) -> int:
     through (its target file is replaced, the link stays). An existing target keeps its
     mode, and its owner and group where the OS permits; a new one gets the mode ``open()``
     would give it. Temporary files that saves of this target killed mid-write left
-    behind are removed. See docs/durability.md."""
+    behind are removed. An OSError from flushing the directory (EIO) is raised: the
+    new file is in place but a crash might still undo the rename. See
+    docs/durability.md."""
     data = dumps(root)
     target = _resolve(path)
     directory, name = os.path.split(target)
@@ -127,6 +129,8 @@ def save(path: PathLike, root: object) -> int:
         except OSError:
             pass
         raise
+    # A rename a crash may still undo is not a save that returned: an error flushing
+    # the directory is raised (the new file is in place, and may not stay).
     fsync_directory(directory)
     return len(data)
 
@@ -331,15 +335,27 @@ def copy(root: _T) -> _T:
         return load_records(types, records, root_value, unset, closes_cycle, batches)
 
 
-def fsync_directory(directory):
-    """Make a rename or a new file in ``directory`` durable (where the OS allows)."""
+# errno values by which a file system says it does not fsync directories at all (some
+# network and FUSE ones, or a directory that may not be opened for reading): the entry
+# is as durable as that file system makes it. Any other error (EIO) is raised.
+NO_DIRECTORY_FSYNC = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF,
+                      errno.EISDIR, errno.EACCES, errno.EPERM}
+
+
+def fsync_directory(directory: PathLike) -> None:
+    """Make a rename or a new file in ``directory`` durable. OSError if the file system
+    reports that it failed (a crash may then lose the entry); returns quietly where it
+    does not fsync directories at all (docs/durability.md)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
+    except OSError as e:
+        if e.errno in NO_DIRECTORY_FSYNC:
+            return
+        raise
     try:
         os.fsync(fd)
-    except OSError:
-        pass
+    except OSError as e:
+        if e.errno not in NO_DIRECTORY_FSYNC:
+            raise
     finally:
         os.close(fd)
