@@ -15,7 +15,7 @@ from .saver import Saver
 from .errors import FormatError, SaveError
 from .format import decode, encode
 from .generated import GENERATED
-from .limits import OverBudget, file_budget
+from .limits import OverBudget, file_budget, no_budget
 from .rebuild import load_records
 
 
@@ -319,7 +319,7 @@ def copy(root: _T) -> _T:
     """A deep copy of everything reachable from ``root``, made through a save and a
     load: what games use for undo, rollback and look-ahead. Shares assets, aliases and
     cycles exactly as a save would."""
-    with collector_paused():
+    with collector_paused(), no_budget():
         walker = _walker()
         types, records, root_value, batches = walker.run(root)
         # The records go to the loader as decode() would give them, without the bytes

@@ -60,10 +60,10 @@ class Budget:
     """What a file of ``size`` bytes may still make its reader allocate (bytes) and
     compute (steps)."""
 
-    __slots__ = ("memory", "work", "size")
+    __slots__ = ("memory", "work", "size", "shared")
 
-    def __init__(self, size: int) -> None:
-        self.size = size
+    def __init__(self, size: int, shared: bool = False) -> None:
+        self.size, self.shared = size, shared
         self.memory = MEMORY_BASE - MEMORY_RESERVE + MEMORY_PER_BYTE * size
         self.work = WORK_BASE + WORK_PER_BYTE * size
 
@@ -90,21 +90,36 @@ _ACTIVE: ContextVar[Budget | None] = ContextVar("autosave_budget", default=None)
 
 
 @contextmanager
-def file_budget(size: int, decoded: bool = True) -> Iterator[Budget]:
-    """The budget of the file being read: the one a reader opened already (a log's
-    restore loading its checkpoint), else a new one for ``size`` bytes. ``decoded``:
-    the reader decodes ``size`` bytes, charged now (a log's reader decodes only parts
-    of its file, and charges them). Raises OverBudget when it cannot be."""
+def file_budget(size: int, decoded: bool = True, shared: bool = False) -> Iterator[Budget]:
+    """The budget of the file being read, ``size`` bytes: a new one, or, inside a reader
+    that opened a ``shared`` one (a log's restore loading its checkpoint: the bytes are
+    the log's), that one. ``decoded``: the reader decodes ``size`` bytes, charged now
+    (a log's reader decodes only parts of its file, and charges them). Raises
+    OverBudget when it cannot be. A load run by game code during a load (a hook
+    loading bytes of its own) gets a budget of its own."""
     active = _ACTIVE.get()
-    budget = active if active is not None else Budget(size)
-    if decoded:
-        budget.decoding(size)
-    if active is not None:
+    if active is not None and active.shared:
+        if decoded:
+            active.decoding(size)
         yield active
         return
+    budget = Budget(size, shared)
+    if decoded:
+        budget.decoding(size)
     token = _ACTIVE.set(budget)
     try:
         yield budget
+    finally:
+        _ACTIVE.reset(token)
+
+
+@contextmanager
+def no_budget() -> Iterator[None]:
+    """Within: no file is being read (``copy`` of the game's own graph), even inside a
+    load's hook."""
+    token = _ACTIVE.set(None)
+    try:
+        yield
     finally:
         _ACTIVE.reset(token)
 

@@ -122,3 +122,26 @@ def test_a_budget_is_per_load_and_not_left_behind(loops):
     small = combinatoric("itertools.combinations", 2, 1 << 16)
     for _ in range(3):
         assert len(autosave.loads(small)) == 2
+
+
+class Embeds:
+    """Holds a save of its own, loaded by its hook: game code loading bytes of its own
+    during a load."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __autosave_loaded__(self):
+        self.loaded = autosave.loads(self.inner)
+        self.copied = autosave.copy([itertools.combinations((), 1 << 16) for _ in range(60)])
+
+
+autosave.allow(__name__)
+
+
+def test_a_load_run_by_a_hook_has_a_budget_of_its_own(loops):
+    inner = autosave.dumps([[] for _ in range(400_000)])     # decoding it: ~90 bytes each
+    outer = autosave.dumps(Embeds(inner))
+    assert len(outer) < 2 * len(inner)
+    back = autosave.loads(outer)
+    assert len(back.loaded) == 400_000 and len(back.copied) == 60

@@ -269,7 +269,7 @@ def _inflate(path, offset, packed, budget):
 def load_checkpoint(path, offset, packed, log_size):
     """The state saved in the checkpoint record at ``offset``: inflated and loaded
     under one budget, the log's (docs/security.md, Budgets)."""
-    with file_budget(log_size, decoded=False):
+    with file_budget(log_size, decoded=False, shared=True):
         data = inflate_checkpoint(path, offset, packed, log_size)
         try:
             return loads(data)
