@@ -99,6 +99,7 @@ def file_budget(size: int, decoded: bool = True, shared: bool = False) -> Iterat
     loading bytes of its own) gets a budget of its own."""
     active = _ACTIVE.get()
     if active is not None and active.shared:
+        active.shared = False        # the checkpoint's load; a hook's loads are its own
         if decoded:
             active.decoding(size)
         yield active

@@ -357,3 +357,25 @@ def test_inspect_of_every_cut_of_a_log(tmp_path, capsys, real_log):
         else:
             assert status == 2 and captured.err.count("\n") == 1
             assert "offset" in captured.err and str(path) in captured.err, captured.err
+
+
+def test_a_checkpoint_is_loaded_under_the_budget_of_its_log(tmp_path, monkeypatch):
+    """The inflated checkpoint and its load are charged to one budget, the log's: what
+    the load is left is what the log's size allows less what inflating took."""
+    from autosave import limits
+    seen = []
+    real = limits.Budget.decoding
+
+    def decoding(self, size):
+        seen.append((self.size, self.memory))
+        return real(self, size)
+
+    monkeypatch.setattr(limits.Budget, "decoding", decoding)
+    with CheckpointLog.open(tmp_path / "b.log") as log:
+        log.enter("n")
+        log.step(list(range(1000)))
+        log.flush()
+        log_size = log.file.size
+        assert log.restore(log.position) == list(range(1000))
+    [(size, memory)] = seen
+    assert size == log_size and memory < limits.Budget(log_size).memory

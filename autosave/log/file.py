@@ -147,7 +147,8 @@ class LogFile:
         """The block size to create the log with if no commit was ever made durable in
         the file, as a creation in place that never completed leaves it: empty, a
         prefix of a new log's header, or the header block's length of the header's own
-        bytes and zeros in any mix (written or not when the size was); else None. Anything else is not taken for a new log, nor changed."""
+        bytes and zeros in any mix (written or not when the size was); else None.
+        Anything else is not taken for a new log, nor changed."""
         if len(head) >= 16 and head[0:8] == MAGIC:
             declared = int.from_bytes(head[12:16], "little")
             if MIN_BLOCK <= declared <= MAX_BLOCK and not declared & (declared - 1):

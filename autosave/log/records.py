@@ -224,7 +224,7 @@ INFLATE_OUT = 1 << 20         # bytes inflated at a time, each charged before th
 
 def inflate_checkpoint(path, offset, packed, log_size):
     """The bytes of the checkpoint record at ``offset`` of a log of ``log_size`` bytes,
-    charged to the log's budget (the one open, else a new one), or CorruptLogError.
+    charged to a budget of the log's size, or CorruptLogError.
     Inflated piece by piece in time linear in the stream, so that a stream refused for
     its size has taken no more memory than the bound itself."""
     try:
@@ -269,8 +269,11 @@ def _inflate(path, offset, packed, budget):
 def load_checkpoint(path, offset, packed, log_size):
     """The state saved in the checkpoint record at ``offset``: inflated and loaded
     under one budget, the log's (docs/security.md, Budgets)."""
-    with file_budget(log_size, decoded=False, shared=True):
-        data = inflate_checkpoint(path, offset, packed, log_size)
+    with file_budget(log_size, decoded=False, shared=True) as budget:
+        try:
+            data = _inflate(path, offset, packed, budget)
+        except OverBudget as e:
+            raise CorruptLogError(f"{path}: {e}") from None
         try:
             return loads(data)
         except Exception as e:
