@@ -233,3 +233,14 @@ def test_the_model_allows_what_it_says(recorded):
     k = next(i for i, op in enumerate(recorded) if op[0] == "write" and op[2] > BLOCK) + 1
     states = {crash_state(recorded, k, rng)[1].get(1, b"") for _ in range(50)}
     assert len(states) > 2
+
+
+def test_a_creation_cut_before_its_unlink_leaves_nothing_behind(tmp_path):
+    """Linked, not yet unlinked: the log is whole, and its writer removes the
+    temporary name."""
+    path = tmp_path / "d.log"
+    LogFile(path, block_size=BLOCK).close()
+    os.link(path, str(path) + ".creating")
+    with LogFile(path, block_size=BLOCK) as log:
+        log.commit(["A"], dict)
+    assert sorted(os.listdir(tmp_path)) == ["d.log"]

@@ -109,6 +109,7 @@ class LogFile:
         self.slot = self._recover(head, size)
         if self.writable:
             self._repair(head, size)
+            self._remove_stale_creation()
 
     def _create_whole(self, block_size):
         """Create the log as a whole header block under a temporary name, made durable,
@@ -132,15 +133,38 @@ class LogFile:
             self.ops.fsync(fd)
             try:
                 self.ops.link(tmp, self.path)
-            except FileExistsError:
+            except (FileExistsError, FileNotFoundError):
                 pass                     # made meanwhile by another process: open that
             except OSError as e:
                 if e.errno not in NO_LINKS:
                     raise
-            self.ops.unlink(tmp)
+            try:
+                self.ops.unlink(tmp)
+            except FileNotFoundError:
+                pass
             self.ops.fsync_directory(os.path.dirname(os.path.abspath(self.path)))
         finally:
             self.fd = None
+            self.ops.close(fd)
+
+    def _remove_stale_creation(self):
+        """A writer of an existing log removes the temporary file a creation cut
+        between its link and its unlink left (unless a creation holds it now)."""
+        tmp = self.path + ".creating"
+        if not os.path.exists(tmp):
+            return
+        try:
+            fd = self.ops.open(tmp, os.O_RDWR, 0o644)
+        except OSError:
+            return
+        try:
+            mine, its = os.fstat(self.fd), os.fstat(fd)
+            if (its.st_dev, its.st_ino) != (mine.st_dev, mine.st_ino):
+                self.ops.lock(fd)    # another file: stale unless a creation holds it
+            self.ops.unlink(tmp)     # this log's own second name: the link was made
+        except OSError:              # held by a creation (BlockingIOError), or gone
+            pass
+        finally:
             self.ops.close(fd)
 
     def _torn_creation(self, head, size, block_size):
