@@ -750,3 +750,32 @@ def test_a_del_run_by_a_slot_set_cannot_pull_a_column_from_under_the_c_loop():
     done = run(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("refused")
+
+
+@autosave.saveable(name="test_kernels.Upgraded", version=2)
+class Upgraded:
+    def __init__(self, a):
+        self.a = a
+
+
+@autosave.upgrade("test_kernels.Upgraded", from_version=1)
+def _upgraded_from_1(fields):
+    return fields
+
+
+@pytest.mark.parametrize("difference", [1, True])
+def test_a_true_reference_difference_loads_alike_with_both_loops(difference):
+    """msgpack's true in a batch's reference column counts as 1 in both loops; with
+    the Python loops it once stayed a bool and a class with upgrade hooks refused it."""
+    from autosave.format import frame, msgpack_pack
+    data = frame(msgpack_pack([
+        [["test_kernels.Upgraded", 1, ["a"]], ["builtins.list", 1, []]], [], [0],
+        [[0, 1, [1, [difference]]], [1, 1, [0, [0]], [0, []]]]]))
+    made = []
+    for python in (False, True):
+        if python:
+            with python_loops():
+                made.append(autosave.loads(data))
+        else:
+            made.append(autosave.loads(data))
+    assert [(type(m), m.a) for m in made] == [(Upgraded, [])] * 2
