@@ -121,7 +121,7 @@ class Walk:
         self.queue = deque()
         # B's tables, built once per record (or type): a record of B may be paired
         # with many of A, and each pairing must cost only what A's record holds
-        self.b_maps, self.b_sets, self.b_fields = {}, {}, {}
+        self.b_maps, self.b_sets, self.b_fields, self.b_rest = {}, {}, {}, {}
 
     def change(self, path, kind, va, vb):
         self.total += 1
@@ -176,9 +176,11 @@ class Walk:
             return
         if fields_a or fields_b:
             self.fields(path, i, rec_a, fields_a, j, rec_b, fields_b)
-            rest_a, rest_b = rec_a[1 + len(fields_a):], rec_b[1 + len(fields_b):]
-        else:
-            rest_a, rest_b = rec_a[1:], rec_b[1:]
+        rest_a = rec_a[1 + len(fields_a):]
+        # B's record sliced once: it may be paired with many records of A
+        rest_b = self.b_rest.get(j)
+        if rest_b is None:
+            rest_b = self.b_rest[j] = rec_b[1 + len(fields_b):]
         if name_a in MAPPINGS:
             self.mapping(path, i, rest_a, j, rest_b)
         elif name_a in SETS:
