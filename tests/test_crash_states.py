@@ -9,7 +9,8 @@ operations of real play sessions are recorded, crash states the model allows are
 (prefixes, reorderings between barriers, torn sectors, appends persisted as their size
 only, directory entries missing), and in each every flush that returned must survive
 and the log must open for writing; the recovery that open runs is recorded and crashed
-again. CI runs a seeded few hundred states; AUTOSAVE_CRASH_STATES=N draws N.
+again. CI runs a seeded few hundred states; AUTOSAVE_CRASH_STATES=N draws N, from the
+seed AUTOSAVE_CRASH_SEED (30 by default).
 """
 
 import errno
@@ -29,6 +30,7 @@ from crashmodel import (RecordingOps, crash_state, marks_before, materialise, ru
 
 BLOCK = 256
 STATES = int(os.environ.get("AUTOSAVE_CRASH_STATES", "0") or 0) or 300
+SEED = int(os.environ.get("AUTOSAVE_CRASH_SEED", "30"))
 
 
 # -- a creation cut after its size was persisted --------------------------------------------
@@ -206,7 +208,7 @@ def check(directory, expected):
 
 
 def test_every_returned_flush_survives_every_crash_state(recorded, tmp_path):
-    rng = seeded(30)
+    rng = seeded(SEED)
     work = tmp_path / "state"
     work.mkdir()
     kinds = set()
