@@ -145,3 +145,14 @@ def test_a_load_run_by_a_hook_has_a_budget_of_its_own(loops):
     assert len(outer) < 2 * len(inner)
     back = autosave.loads(outer)
     assert len(back.loaded) == 400_000 and len(back.copied) == 60
+
+
+def test_a_bytes_constructor_is_charged_what_it_allocates(loops):
+    """A __reduce__ record may construct bytes from plain values: bytes(n) allocates n
+    bytes from a file of a few."""
+    f = Forge()
+    f.reduce(f.glob("builtins.bytes"), (1 << 30,))
+    refused_within_budget(f.bytes(), r"record \d+ .*bytes\(1,073,741,824\) takes")
+    g = Forge()
+    g.reduce(g.glob("builtins.bytes"), (1 << 20,))
+    assert autosave.loads(g.bytes()) == bytes(1 << 20)

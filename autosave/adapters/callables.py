@@ -16,6 +16,7 @@ import types
 
 from ..advice import function_not_found
 from ..errors import FormatError, IncompatibleSaveError, UntrustedTypeError
+from ..limits import charge
 from ..loadcheck import bound_hook, class_attribute, exact, str_dict
 from ..registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
 from .base import ADAPTERS_BY_NAME, ON_REGISTER, PENDING, Adapter, activate_pending, register_adapter
@@ -471,13 +472,20 @@ def _check_plain_values(args):
         raise FormatError("a builtin value's text is too long")
 
 
+def _check_bytes(args):
+    """``bytes(n)`` allocates n zero bytes: charged to the file's budget (limits.py)."""
+    _check_plain_values(args)
+    if args and type(args[0]) is int and args[0] > 0:
+        charge(args[0], 0, f"bytes({args[0]:,})")
+
+
 # Standard-library classes whose constructors only store their arguments, or convert
 # plain values, each with the check its arguments must pass.
 SAFE_CONSTRUCTORS = {operator.itemgetter: _check_itemgetter,
                      operator.attrgetter: _check_attrgetter,
                      operator.methodcaller: _check_methodcaller,
-                     **dict.fromkeys((str, int, float, bool, bytes, complex),
-                                     _check_plain_values)}
+                     **dict.fromkeys((str, int, float, bool, complex), _check_plain_values),
+                     bytes: _check_bytes}
 
 
 def apply_default_state(obj, state):
