@@ -379,3 +379,26 @@ def test_a_checkpoint_is_loaded_under_the_budget_of_its_log(tmp_path, monkeypatc
         assert log.restore(log.position) == list(range(1000))
     [(size, memory)] = seen
     assert size == log_size and memory < limits.Budget(log_size).memory
+
+
+@pytest.mark.parametrize("table, match", [
+    (["zd", 10 ** 9, zlib.compress(b"")], "over|takes"),                   # claims a billion
+    (["zd", 2, zlib.compress(bytes(31))], "int64 step and offset"),        # a byte short
+    (["zd", 2, zlib.compress(bytes(32)) + b"x"], "int64 step and offset"),  # padded
+    (["zd", 2, b"not zlib"], "not a zlib stream"),
+    (["zd", -1, b""], "not \\[count, bytes\\]"),
+    (["zd", 1, zlib.compress(bytes(16 << 10), 9)[:40]], "int64 step and offset"),  # bomb, cut
+])
+def test_forged_checkpoint_tables_are_refused_naming_the_record(tmp_path, table, match):
+    from autosave.log.records import SNAPSHOT, pack_meta
+    path = tmp_path / "t.log"
+    with LogFile(path) as file:
+        row = [0, "n", None, None, None, 0, 0, table]
+        state = {"records": [row], "bookmarks": [], "reached": [], "globals": b"",
+                 "at": None}
+        file.deltas_per_snapshot = 0
+        file.commit([["x"]], lambda: state)
+        assert file.slot.snapshot_bytes
+    with pytest.raises(CorruptLogError, match=f"checkpoints of record 0 are not a table: "
+                                              f".*({match})"):
+        CheckpointLog.open(path, writable=False)
