@@ -429,3 +429,15 @@ def test_version_2_logs_are_read_and_upgraded(tmp_path, monkeypatch):
     assert path.read_bytes()[8] == 3
     with CheckpointLog.open(path, writable=False) as log:
         assert all(log.restore(log.bookmarks[f"b{i}"].position) == {"i": i} for i in range(80))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.integers(0, 2 ** 40), st.integers(0, 2 ** 62), max_size=50),
+       st.booleans())
+def test_checkpoint_tables_round_trip(checkpoints, consecutive):
+    from autosave.log.records import pack_checkpoints, unpack_checkpoints
+    if consecutive:                 # the common case, read back as a range
+        checkpoints = {i + 7: o for i, o in enumerate(checkpoints.values())}
+    tag, count, stream = pack_checkpoints(checkpoints)
+    steps, offsets = unpack_checkpoints(count, stream)
+    assert tag == "zd" and dict(zip(steps, offsets)) == checkpoints

@@ -307,7 +307,7 @@ def pack_checkpoints(checkpoints):
 
 
 def unpack_checkpoints(count, packed):
-    """(steps, offsets) of a version 3 table; ValueError if it is not one. The table's
+    """(steps, offsets) of a version 3 table, as iterables; ValueError if it is not one. The table's
     memory is charged to the log's budget before it is inflated (a small stream may
     claim millions of checkpoints)."""
     if type(count) is not int or count < 0 or type(packed) is not bytes:
@@ -324,4 +324,9 @@ def unpack_checkpoints(count, packed):
     diffs = array("q", raw)
     if sys.byteorder == "big":
         diffs.byteswap()
-    return list(accumulate(diffs[:count])), list(accumulate(diffs[count:]))
+    # a record's steps are mostly consecutive: a range, no list of ints to build
+    if count and diffs[1:count].count(1) == count - 1:
+        steps = range(diffs[0], diffs[0] + count)
+    else:
+        steps = accumulate(diffs[:count])
+    return steps, accumulate(diffs[count:])
