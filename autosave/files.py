@@ -12,9 +12,10 @@ from typing import IO, Any, Protocol, TypeVar
 import xxhash
 
 from .saver import Saver
-from .errors import SaveError
+from .errors import FormatError, SaveError
 from .format import decode, encode
 from .generated import GENERATED
+from .limits import OverBudget, file_budget, no_budget
 from .rebuild import load_records
 
 
@@ -68,9 +69,15 @@ def _walker() -> Saver:
 
 
 def loads(data: bytes | bytearray | memoryview) -> Any:
-    """The root saved in ``data``. Raises only LoadError kinds on bad input."""
-    with collector_paused():
-        return load_records(*decode(data))
+    """The root saved in ``data``. Raises only LoadError kinds on bad input.
+
+    The whole load is held to the budget of ``data``'s size (autosave.limits), or,
+    inside a reader that opened one (a log's restore), to that reader's file's."""
+    try:
+        with collector_paused(), file_budget(len(data)):
+            return load_records(*decode(data))
+    except OverBudget as e:
+        raise FormatError(str(e)) from None
 
 
 def save(path: PathLike, root: object) -> int:
@@ -81,7 +88,9 @@ def save(path: PathLike, root: object) -> int:
     through (its target file is replaced, the link stays). An existing target keeps its
     mode, and its owner and group where the OS permits; a new one gets the mode ``open()``
     would give it. Temporary files that saves of this target killed mid-write left
-    behind are removed. See docs/durability.md."""
+    behind are removed. An OSError from flushing the directory (EIO) is raised: the
+    new file is in place but a crash might still undo the rename. See
+    docs/durability.md."""
     data = dumps(root)
     target = _resolve(path)
     directory, name = os.path.split(target)
@@ -120,6 +129,8 @@ def save(path: PathLike, root: object) -> int:
         except OSError:
             pass
         raise
+    # A rename a crash may still undo is not a save that returned: an error flushing
+    # the directory is raised (the new file is in place, and may not stay).
     fsync_directory(directory)
     return len(data)
 
@@ -308,7 +319,7 @@ def copy(root: _T) -> _T:
     """A deep copy of everything reachable from ``root``, made through a save and a
     load: what games use for undo, rollback and look-ahead. Shares assets, aliases and
     cycles exactly as a save would."""
-    with collector_paused():
+    with collector_paused(), no_budget():
         walker = _walker()
         types, records, root_value, batches = walker.run(root)
         # The records go to the loader as decode() would give them, without the bytes
@@ -324,15 +335,27 @@ def copy(root: _T) -> _T:
         return load_records(types, records, root_value, unset, closes_cycle, batches)
 
 
-def fsync_directory(directory):
-    """Make a rename or a new file in ``directory`` durable (where the OS allows)."""
+# errno values by which a file system says it does not fsync directories at all (some
+# network and FUSE ones, or a directory that may not be opened for reading): the entry
+# is as durable as that file system makes it. Any other error (EIO) is raised.
+NO_DIRECTORY_FSYNC = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF,
+                      errno.EISDIR, errno.EACCES, errno.EPERM}
+
+
+def fsync_directory(directory: PathLike) -> None:
+    """Make a rename or a new file in ``directory`` durable. OSError if the file system
+    reports that it failed (a crash may then lose the entry); returns quietly where it
+    does not fsync directories at all (docs/durability.md)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
+    except OSError as e:
+        if e.errno in NO_DIRECTORY_FSYNC:
+            return
+        raise
     try:
         os.fsync(fd)
-    except OSError:
-        pass
+    except OSError as e:
+        if e.errno not in NO_DIRECTORY_FSYNC:
+            raise
     finally:
         os.close(fd)

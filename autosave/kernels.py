@@ -192,6 +192,10 @@ def resolve_refs(diffs, objs):
         raise IndexError("a reference outside the objects") from None   # or too big
     if index and min(index) < 0:
         raise IndexError("a reference outside the objects")
+    if index and index[0].__class__ is bool:
+        # accumulate hands the first item on as it is: a lone true must be the int
+        # 1, as every later sum is and as the C gives it
+        index[0] = int(index[0])
     return index, refs
 
 

@@ -13,9 +13,16 @@ the records before any object is built (docs/security.md, "Budgets").
   the records and bounded by ``hash_budget``.
 * **Collisions.** Keys crafted to share one hash make building a dict or set quadratic;
   ``check_flood`` refuses containers whose keys collide far beyond chance.
+* **The whole file.** Each record's own bound holds, and so must their sum: a
+  ``Budget`` per file, opened by whatever reads one (``loads``, a log's ``restore``,
+  ``inspect``, ``diff``), is charged the memory and work the records declare before
+  any of it is spent, and refuses the file once the total passes what its size allows.
 """
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from itertools import compress
 from operator import itemgetter
 
@@ -23,6 +30,107 @@ from .errors import FormatError
 from .format import target
 
 C_DEPTH = 3000
+
+# -- the whole file's budget ---------------------------------------------------------
+
+# docs/security.md, "What is promised": a file of N bytes within 64 MiB + 100 N bytes of
+# memory and about 1 s + 2 us N of CPU. Decoding a byte and building what it describes
+# takes up to ~80 bytes at the peak (a file of empty dicts: measured), charged as 90;
+# what remains is for what records declare (an itertools size, an iterator's gap, a
+# checkpoint's inflated bytes), less a reserve for the loader's own bookkeeping.
+MEMORY_BASE = 64 << 20
+MEMORY_PER_BYTE = 100
+MEMORY_RESERVE = 8 << 20
+DECODE_MEMORY_PER_BYTE = 90
+# Work in steps of about 30-50 ns (an iterator advanced, a key compared or hashed): a
+# byte decoded is charged its 2 us share, the base 2**24 steps (about 0.6 s) is what
+# records may declare on top.
+WORK_BASE = 1 << 24
+WORK_PER_BYTE = 32
+
+
+class OverBudget(Exception):
+    """The file's records declare more than its budget. Not a LoadError: raised inside
+    a record's build, the loader reports it as a FormatError naming that record; the
+    readers outside the loader turn it into theirs (``FormatError``,
+    ``CorruptLogError``) with the file and offset."""
+
+
+class Budget:
+    """What a file of ``size`` bytes may still make its reader allocate (bytes) and
+    compute (steps)."""
+
+    __slots__ = ("memory", "work", "size", "shared")
+
+    def __init__(self, size: int, shared: bool = False) -> None:
+        self.size, self.shared = size, shared
+        self.memory = MEMORY_BASE - MEMORY_RESERVE + MEMORY_PER_BYTE * size
+        self.work = WORK_BASE + WORK_PER_BYTE * size
+
+    def charge(self, memory: int, work: int, what: str) -> None:
+        """Take ``memory`` bytes and ``work`` steps for ``what``, before spending them;
+        OverBudget (nothing taken) if the file has not that much left."""
+        if memory > self.memory:
+            raise OverBudget(f"{what} takes {memory:,} bytes of memory, more than the "
+                             f"{max(self.memory, 0):,} a {self.size:,}-byte file has left "
+                             f"(docs/security.md, Budgets)")
+        if work > self.work:
+            raise OverBudget(f"{what} takes {work:,} steps, more than the "
+                             f"{max(self.work, 0):,} a {self.size:,}-byte file has left "
+                             f"(docs/security.md, Budgets)")
+        self.memory -= memory
+        self.work -= work
+
+    def decoding(self, size: int) -> None:
+        self.charge(DECODE_MEMORY_PER_BYTE * size, WORK_PER_BYTE * size,
+                    f"decoding {size:,} bytes")
+
+
+_ACTIVE: ContextVar[Budget | None] = ContextVar("autosave_budget", default=None)
+
+
+@contextmanager
+def file_budget(size: int, decoded: bool = True, shared: bool = False) -> Iterator[Budget]:
+    """The budget of the file being read, ``size`` bytes: a new one, or, inside a reader
+    that opened a ``shared`` one (a log's restore loading its checkpoint: the bytes are
+    the log's), that one. ``decoded``: the reader decodes ``size`` bytes, charged now
+    (a log's reader decodes only parts of its file, and charges them). Raises
+    OverBudget when it cannot be. A load run by game code during a load (a hook
+    loading bytes of its own) gets a budget of its own."""
+    active = _ACTIVE.get()
+    if active is not None and active.shared:
+        active.shared = False        # the checkpoint's load; a hook's loads are its own
+        if decoded:
+            active.decoding(size)
+        yield active
+        return
+    budget = Budget(size, shared)
+    if decoded:
+        budget.decoding(size)
+    token = _ACTIVE.set(budget)
+    try:
+        yield budget
+    finally:
+        _ACTIVE.reset(token)
+
+
+@contextmanager
+def no_budget() -> Iterator[None]:
+    """Within: no file is being read (``copy`` of the game's own graph), even inside a
+    load's hook."""
+    token = _ACTIVE.set(None)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def charge(memory: int, work: int, what: str) -> None:
+    """Charge the file being read, if any (a ``copy`` reads the game's own graph:
+    no budget)."""
+    budget = _ACTIVE.get()
+    if budget is not None:
+        budget.charge(memory, work, what)
 
 
 def hash_budget(records):

@@ -296,6 +296,17 @@ cell_value(PyObject *cell, Py_ssize_t size, Py_ssize_t *value)
     return 0;
 }
 
+/* *difference = a - b, or 1 (nothing written) if that overflows a Py_ssize_t: signed
+ * overflow is undefined behaviour in C. */
+static int
+sub_overflows(Py_ssize_t a, Py_ssize_t b, Py_ssize_t *difference)
+{
+    if (b < 0 ? a > PY_SSIZE_T_MAX + b : a < PY_SSIZE_T_MIN + b)
+        return 1;
+    *difference = a - b;
+    return 0;
+}
+
 /* differences(cells, tail) -> the differences of the indices the cells name: a cell
  * v (a batch object's reference, -serial) or [v] (a record's) names tail[v] (the
  * save's tail maps -serial to a batch object's index, and records' indices to
@@ -312,7 +323,12 @@ autosave_differences(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (items == NULL)
         return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(items), previous = 0;
-    if ((out = PyList_New(n)) == NULL)
+    /* The previous index as an object too: a difference that a Py_ssize_t cannot hold
+     * (an index beyond 64 bits, or two whose difference overflows) is made by Python's
+     * own subtraction, as the Python loop makes every one. */
+    PyObject *previous_obj = PyLong_FromLong(0);
+    int previous_small = 1;
+    if (previous_obj == NULL || (out = PyList_New(n)) == NULL)
         goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t at, index;
@@ -328,18 +344,37 @@ autosave_differences(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             PyErr_SetString(PyExc_TypeError, "the tail holds ints");
             goto fail;
         }
+        Py_INCREF(mapped);
+        int small = 1;
         index = PyLong_AsSsize_t(mapped);
-        if (index == -1 && PyErr_Occurred())
+        if (index == -1 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                Py_DECREF(mapped);
+                goto fail;
+            }
+            PyErr_Clear();
+            small = 0;
+        }
+        PyObject *d;
+        Py_ssize_t difference;
+        if (small && previous_small && !sub_overflows(index, previous, &difference))
+            d = PyLong_FromSsize_t(difference);
+        else
+            d = PyNumber_Subtract(mapped, previous_obj);
+        if (d == NULL) {
+            Py_DECREF(mapped);
             goto fail;
-        PyObject *d = PyLong_FromSsize_t(index - previous);
-        if (d == NULL)
-            goto fail;
+        }
         PyList_SET_ITEM(out, i, d);
+        Py_SETREF(previous_obj, mapped);
         previous = index;
+        previous_small = small;
     }
+    Py_DECREF(previous_obj);
     Py_DECREF(items);
     return out;
 fail:
+    Py_XDECREF(previous_obj);
     Py_DECREF(items);
     Py_XDECREF(out);
     return NULL;

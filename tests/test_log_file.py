@@ -384,8 +384,60 @@ def test_version_1_logs_are_read_and_upgraded(tmp_path):
     with CheckpointLog.open(path, checkpoint_every=1) as log:
         log.step({"hp": 8})
         log.bookmark("b")
-    assert path.read_bytes()[8] == 2
+    assert path.read_bytes()[8] == 3
     with CheckpointLog.open(path, writable=False) as log:
         assert log.restore(log.bookmarks["a"].position) == state
         assert log.restore(log.bookmarks["b"].position) == {"hp": 8}
         assert log.recovery == []
+
+
+def version_2_table(checkpoints):
+    """How version 2 wrote a checkpoint table: int64 (step, offset) pairs."""
+    from array import array
+    steps = sorted(checkpoints)
+    pairs = array("q", [x for step in steps for x in (step, checkpoints[step])])
+    if sys.byteorder == "big":
+        pairs.byteswap()
+    return pairs.tobytes()
+
+
+def test_version_2_logs_are_read_and_upgraded(tmp_path, monkeypatch):
+    """Logs written before checkpoint tables were packed as differences open, restore
+    every position, and a writer goes on in version 3, snapshots included."""
+    from autosave import CheckpointLog
+    from autosave.log import file as log_file, history, records
+
+    path = tmp_path / "v2.log"
+    with monkeypatch.context() as m:
+        for module in (records, log_file):
+            m.setattr(module, "VERSION", 2)
+        m.setattr(history, "pack_checkpoints", version_2_table)
+        with CheckpointLog.open(path, checkpoint_every=1, deltas_per_snapshot=2) as log:
+            log.enter("n")
+            for i in range(40):
+                log.step({"i": i})
+                log.bookmark(f"b{i}")
+                log.flush()
+    assert path.read_bytes()[8] == 2
+    with CheckpointLog.open(path, writable=False) as log:
+        assert all(log.restore(log.bookmarks[f"b{i}"].position) == {"i": i} for i in range(40))
+    with CheckpointLog.open(path, checkpoint_every=1, deltas_per_snapshot=2) as log:
+        for i in range(40, 80):
+            log.step({"i": i})
+            log.bookmark(f"b{i}")
+            log.flush()
+    assert path.read_bytes()[8] == 3
+    with CheckpointLog.open(path, writable=False) as log:
+        assert all(log.restore(log.bookmarks[f"b{i}"].position) == {"i": i} for i in range(80))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.integers(0, 2 ** 40), st.integers(0, 2 ** 62), max_size=50),
+       st.booleans())
+def test_checkpoint_tables_round_trip(checkpoints, consecutive):
+    from autosave.log.records import pack_checkpoints, unpack_checkpoints
+    if consecutive:                 # the common case, read back as a range
+        checkpoints = {i + 7: o for i, o in enumerate(checkpoints.values())}
+    tag, count, stream = pack_checkpoints(checkpoints)
+    steps, offsets = unpack_checkpoints(count, stream)
+    assert tag == "zd" and dict(zip(steps, offsets)) == checkpoints

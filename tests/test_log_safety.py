@@ -20,12 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import autosave
-from autosave import CheckpointLog, CorruptLogError, LoadError
+from autosave import CheckpointLog, CorruptLogError, LoadError, Position
 from autosave.cli import main
 from autosave.log import LogFile
 from autosave.log.inspect import inspect_log
 from autosave.log import records
-from autosave.log.records import PAYLOAD, inflate_limit
+from autosave.limits import MEMORY_BASE, MEMORY_PER_BYTE
+from autosave.log.records import PAYLOAD, checkpoint_limit
 
 EXAMPLES = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -223,7 +224,8 @@ def bomb_log(path, inflated):
 def test_a_decompression_bomb_is_refused_within_its_bound(tmp_path, capsys):
     path = tmp_path / "bomb.log"
     offset, size = bomb_log(path, 128 << 20)
-    limit = inflate_limit(size)
+    log_size = path.stat().st_size
+    limit = checkpoint_limit(log_size)
     assert limit < 128 << 20
     tracemalloc.start()
     try:
@@ -233,25 +235,58 @@ def test_a_decompression_bomb_is_refused_within_its_bound(tmp_path, capsys):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak < limit + (16 << 20)
+    assert peak < 2 * limit + (4 << 20)
     assert main(["inspect", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(path) in err and f"offset {offset}" in err
 
 
-def test_the_writer_keeps_within_the_bound(tmp_path, monkeypatch):
-    """A state that compresses better than the bound allows is stored less compressed,
-    so that everything the writer makes can be read back. (The bound's 64 MiB base is
-    taken away here so that a 1 MiB state shows it.)"""
-    monkeypatch.setattr(records, "INFLATE_BASE", 0)
-    state = bytes(1 << 20)                  # zlib level 1 makes ~4 KB: more than 100x
-    assert len(state) > inflate_limit(len(zlib.compress(autosave.dumps(state), 1)))
+def test_a_small_log_restores_within_the_budget_of_its_own_size(tmp_path):
+    """A real save that zlib shrinks 500:1 in a log of some 10 KB: the inflated
+    checkpoint and its load are charged to the log's budget (64 MiB + 100 bytes per
+    byte of the log), not to that of the inflated size: refused, within the budget."""
+    path = tmp_path / "dense.log"
+    state = [[] for _ in range(1 << 20)]            # 1 M empty lists: ~6 MB saved
+    data = autosave.dumps(state)
+    packed = zlib.compress(data, 9)
+    assert len(data) > 500 * len(packed)
+    with LogFile(path) as file:
+        offset = file.append(PAYLOAD, packed)
+        file.commit([["node", 0, "n", None, None, None, 0], ["checkpoint", 0, 0, offset],
+                     ["steps", 0, 0], ["at", 0, 0]], dict)
+    del state
+    log_size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        with CheckpointLog.open(path, writable=False) as log:
+            with pytest.raises(CorruptLogError, match=f"offset {offset} inflates past"):
+                log.restore(log.position)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < MEMORY_BASE + MEMORY_PER_BYTE * log_size
+
+
+def test_the_writer_keeps_within_the_bound(tmp_path):
+    """A state that compresses better than a log of its size may inflate is stored less
+    compressed, so that everything the writer makes can be read back; once the log
+    holds enough history, the same state is compressed."""
+    state = [bytes(1 << 20) for _ in range(4)]        # zlib level 1: ~20 KB
     with CheckpointLog.open(tmp_path / "z.log", checkpoint_every=1) as log:
         log.enter("n")
-        log.step(state)
-        kind, payload = log.file.read(log.records[0].checkpoints[0])
-        assert inflate_limit(len(payload)) >= len(autosave.dumps(state))
-        assert log.restore(log.position) == state
+        sizes = []
+        for _ in range(6):
+            log.step(state)
+            kind, payload = log.file.read(log.records[0].checkpoints[log.position.step])
+            assert len(autosave.dumps(state)) <= checkpoint_limit(log.file.size)
+            sizes.append(len(payload))
+            assert log.restore(log.position) == state
+            log.flush()
+        assert sizes[0] > len(autosave.dumps(state))          # stored: a fresh log
+        assert sizes[-1] < len(autosave.dumps(state)) // 10   # compressed: a grown one
+    with CheckpointLog.open(tmp_path / "z.log", writable=False) as log:
+        for step in log.records[0].checkpoints:
+            assert log.restore(Position("n", step, 0)) == state
 
 
 def test_inspect_errors_are_one_line_with_the_offset(tmp_path, capsys, real_log):
@@ -322,3 +357,48 @@ def test_inspect_of_every_cut_of_a_log(tmp_path, capsys, real_log):
         else:
             assert status == 2 and captured.err.count("\n") == 1
             assert "offset" in captured.err and str(path) in captured.err, captured.err
+
+
+def test_a_checkpoint_is_loaded_under_the_budget_of_its_log(tmp_path, monkeypatch):
+    """The inflated checkpoint and its load are charged to one budget, the log's: what
+    the load is left is what the log's size allows less what inflating took."""
+    from autosave import limits
+    seen = []
+    real = limits.Budget.decoding
+
+    def decoding(self, size):
+        seen.append((self.size, self.memory))
+        return real(self, size)
+
+    monkeypatch.setattr(limits.Budget, "decoding", decoding)
+    with CheckpointLog.open(tmp_path / "b.log") as log:
+        log.enter("n")
+        log.step(list(range(1000)))
+        log.flush()
+        log_size = log.file.size
+        assert log.restore(log.position) == list(range(1000))
+    [(size, memory)] = seen
+    assert size == log_size and memory < limits.Budget(log_size).memory
+
+
+@pytest.mark.parametrize("table, match", [
+    (["zd", 10 ** 9, zlib.compress(b"")], "over|takes"),                   # claims a billion
+    (["zd", 2, zlib.compress(bytes(31))], "int64 step and offset"),        # a byte short
+    (["zd", 2, zlib.compress(bytes(32)) + b"x"], "int64 step and offset"),  # padded
+    (["zd", 2, b"not zlib"], "not a zlib stream"),
+    (["zd", -1, b""], "not \\[count, bytes\\]"),
+    (["zd", 1, zlib.compress(bytes(16 << 10), 9)[:40]], "int64 step and offset"),  # bomb, cut
+])
+def test_forged_checkpoint_tables_are_refused_naming_the_record(tmp_path, table, match):
+    from autosave.log.records import SNAPSHOT, pack_meta
+    path = tmp_path / "t.log"
+    with LogFile(path) as file:
+        row = [0, "n", None, None, None, 0, 0, table]
+        state = {"records": [row], "bookmarks": [], "reached": [], "globals": b"",
+                 "at": None}
+        file.deltas_per_snapshot = 0
+        file.commit([["x"]], lambda: state)
+        assert file.slot.snapshot_bytes
+    with pytest.raises(CorruptLogError, match=f"checkpoints of record 0 are not a table: "
+                                              f".*({match})"):
+        CheckpointLog.open(path, writable=False)

@@ -310,7 +310,7 @@ def test_the_fixed_codecs_decode(codec):
     assert autosave.loads(f.bytes()) == text
 
 
-def test_bytes_of_a_size_is_not_a_reconstructor():
+def test_bytes_of_a_huge_size_is_refused_within_the_budget():
     f = Forge()
     f.reduce(f.glob("builtins.bytes"), (1 << 40,))
     with pytest.raises(autosave.LoadError):

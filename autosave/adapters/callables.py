@@ -16,6 +16,7 @@ import types
 
 from ..advice import function_not_found
 from ..errors import FormatError, IncompatibleSaveError, UntrustedTypeError
+from ..limits import charge
 from ..loadcheck import bound_hook, class_attribute, exact, str_dict
 from ..purity import impure_names, is_pure
 from ..reconstructors import check_arguments, check_inert, entry_for, named, register
@@ -550,9 +551,6 @@ def _check_plain_values(args):
             raise UntrustedTypeError(
                 f"the save decodes text with the codec {args[1][:40]!r}; a load uses the "
                 f"codecs {sorted(TEXT_CODECS)} only (another may import a module)")
-    if args and type(args[0]) is int and len(args) == 1 and args[0] > 1 << 20:
-        raise FormatError("a builtin value made from a number that large "
-                          "(bytes(n) allocates n bytes) is refused")
 
 
 TEXT_CODECS = frozenset(("utf-8", "utf8", "utf-16", "utf-16-le", "utf-16-be", "utf16",
@@ -560,13 +558,20 @@ TEXT_CODECS = frozenset(("utf-8", "utf8", "utf-16", "utf-16-le", "utf-16-be", "u
                          "iso-8859-1", "iso8859-1", "ascii", "us-ascii"))
 
 
+def _check_bytes(args):
+    """``bytes(n)`` allocates n zero bytes: charged to the file's budget (limits.py)."""
+    _check_plain_values(args)
+    if args and type(args[0]) is int and args[0] > 0:
+        charge(args[0], 0, f"bytes({args[0]:,})")
+
+
 # Standard-library classes whose constructors only store their arguments, or convert
 # plain values, each with the check its arguments must pass.
 SAFE_CONSTRUCTORS = {operator.itemgetter: _check_itemgetter,
                      operator.attrgetter: _check_attrgetter,
                      operator.methodcaller: _check_methodcaller,
-                     **dict.fromkeys((str, int, float, bool, bytes, complex),
-                                     _check_plain_values)}
+                     **dict.fromkeys((str, int, float, bool, complex), _check_plain_values),
+                     bytes: _check_bytes}
 for _func, _check in SAFE_CONSTRUCTORS.items():
     register(_func, _check, source="autosave")
 

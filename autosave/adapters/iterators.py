@@ -25,6 +25,7 @@ import gc
 from itertools import islice
 
 from ..errors import FormatError
+from ..limits import charge
 from ..loadcheck import MAX_ITERATOR_GAP
 from ..registry import REGISTRY
 from .base import Adapter, register_adapter
@@ -69,7 +70,10 @@ class SequenceIteratorAdapter(Adapter):
                               f"{MAX_ITERATOR_GAP})")
         if short > 0 and type(seq) in (list, bytearray):
             # natively a position outlives the sequence being shorter for a while;
-            # __setstate__ clamps it to the length, so lengthen the sequence meanwhile
+            # __setstate__ clamps it to the length, so lengthen the sequence meanwhile:
+            # a padding list of `short` slots, and as many added to the sequence
+            charge((16 if type(seq) is list else 9) * short, short,
+                   f"a {self.name} {short:,} items past the end of its sequence")
             size = len(seq)
             type(seq).extend(seq, [0] * short)
             it.__setstate__(index)
@@ -147,6 +151,9 @@ class DictIteratorAdapter(Adapter):
             it = make(d)
             dict.__delitem__(d, marker)
             return it
+        # advanced item by item: records sharing one big dict declare work its bytes
+        # do not hold
+        charge(0, consumed, f"a {self.name} {consumed:,} items into its dict")
         it = make(d)
         for _ in islice(it, consumed):
             pass

@@ -13,6 +13,7 @@ its state, so a load would have to consume its source (docs/types.md says what t
 import itertools
 
 from ..errors import FormatError
+from ..limits import charge
 from ..loadcheck import exact
 from .base import Adapter, register_adapter
 from .iterators import iter_only
@@ -201,6 +202,10 @@ class CombinatoricAdapter(Adapter):
         _size(r, _pool(pool, f"{what}'s pool"), what)
         if len(state) != (2 if self.pairs else 1):
             raise FormatError(f"{what} holds its pool, size and state")
+        # itertools allocates r index slots and an r-tuple result (permutations: also
+        # one slot per pool item), whatever the pool: records sharing one empty pool
+        # declare memory the file's bytes do not hold.
+        charge(16 * r + (8 * len(pool) if self.pairs else 0), 0, f"{what} of size {r:,}")
         out = self.cls(pool, r)
         if self.pairs and state != [None, None]:
             indices, cycles = state

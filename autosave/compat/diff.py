@@ -10,6 +10,7 @@ in time linear in N, however deep its graph (a path is shown with its middle eli
 when it is long).
 """
 
+from bisect import bisect_left
 from collections import Counter, deque
 
 import attrs
@@ -17,6 +18,7 @@ import attrs
 from ..adapters import ADAPTERS_BY_NAME
 from ..errors import FormatError
 from ..format import ABSENT, records_of, target as reference_target
+from ..limits import FLOOD_MIN, check_flood
 
 MAPPINGS = {"builtins.dict", "collections.OrderedDict", "collections.Counter"}
 SETS = {"builtins.set", "builtins.frozenset"}
@@ -100,10 +102,14 @@ def render(path):
 
 
 def _same(a, b):
-    return type(a) is type(b) and (a == b or repr(a) == repr(b))
+    # repr only where == is not enough (NaN): repr of every value would be paid once
+    # per pairing, and one record of B may be paired with many of A
+    return type(a) is type(b) and (a == b or type(a) is float and repr(a) == repr(b))
 
 
 def _key_text(value):
+    if type(value) is int and value.bit_length() > 128:
+        return f"[<int of {value.bit_length()} bits>]"     # no quadratic int -> str
     return "[" + repr(value)[:40] + "]"
 
 
@@ -113,6 +119,9 @@ class Walk:
         self.changes, self.total = [], 0
         self.seen = bytearray(len(a.records))
         self.queue = deque()
+        # B's tables, built once per record (or type): a record of B may be paired
+        # with many of A, and each pairing must cost only what A's record holds
+        self.b_maps, self.b_sets, self.b_fields, self.b_rest = {}, {}, {}, {}
 
     def change(self, path, kind, va, vb):
         self.total += 1
@@ -167,9 +176,11 @@ class Walk:
             return
         if fields_a or fields_b:
             self.fields(path, i, rec_a, fields_a, j, rec_b, fields_b)
-            rest_a, rest_b = rec_a[1 + len(fields_a):], rec_b[1 + len(fields_b):]
-        else:
-            rest_a, rest_b = rec_a[1:], rec_b[1:]
+        rest_a = rec_a[1 + len(fields_a):]
+        # B's record sliced once: it may be paired with many records of A
+        rest_b = self.b_rest.get(j)
+        if rest_b is None:
+            rest_b = self.b_rest[j] = rec_b[1 + len(fields_b):]
         if name_a in MAPPINGS:
             self.mapping(path, i, rest_a, j, rest_b)
         elif name_a in SETS:
@@ -184,39 +195,72 @@ class Walk:
         return (not fields and len(record) == 2 and type(record[1]) is str
                 and name not in ADAPTERS_BY_NAME)
 
-    def fields(self, path, i, rec_a, fields_a, j, rec_b, fields_b):
-        b_at = {f: k for k, f in enumerate(fields_b, 1)}
-        for k, field in enumerate(fields_a, 1):
-            here = (path, "." + field)
-            if k >= len(rec_a):
-                break
-            if field not in b_at:
-                self.change(here, "field removed", self.show(self.a, rec_a[k], i), None)
-            elif b_at[field] < len(rec_b):
-                self.queue.append((here, rec_a[k], i, rec_b[b_at[field]], j))
-        a_fields = set(fields_a)
-        for k, field in enumerate(fields_b, 1):
-            if field not in a_fields and k < len(rec_b):
-                self.change((path, "." + field), "field added", None,
-                            self.show(self.b, rec_b[k], j))
+    def room(self):
+        return len(self.changes) < self.limit
 
     def items(self, path, i, rest_a, j, rest_b):
-        for k in range(max(len(rest_a), len(rest_b))):
-            here = (path, f"[{k}]")
-            if k >= len(rest_b):
-                self.change(here, "item removed", self.show(self.a, rest_a[k], i), None)
-            elif k >= len(rest_a):
-                self.change(here, "item added", None, self.show(self.b, rest_b[k], j))
-            else:
-                self.queue.append((here, rest_a[k], i, rest_b[k], j))
+        """Item by item, in time linear in A's record: items only B holds are counted,
+        and listed only while the report has room."""
+        common = min(len(rest_a), len(rest_b))
+        for k in range(common):
+            self.queue.append(((path, f"[{k}]"), rest_a[k], i, rest_b[k], j))
+        for k in range(common, len(rest_a)):
+            self.change((path, f"[{k}]"), "item removed", self.show(self.a, rest_a[k], i),
+                        None)
+        added = len(rest_b) - common
+        if added > 0:
+            shown = min(added, max(self.limit - len(self.changes), 0))
+            for k in range(common, common + shown):
+                self.change((path, f"[{k}]"), "item added", None,
+                            self.show(self.b, rest_b[k], j))
+            self.total += added - shown
+
+    def fields(self, path, i, rec_a, fields_a, j, rec_b, fields_b):
+        """Field by field, in time linear in A's record: B's type's tables are built
+        once, and the fields only B holds are counted from them."""
+        b_at, b_order, b_positions = self.field_tables(j, fields_b)
+        a_fields = set()
+        shared = 0
+        for k, field in enumerate(fields_a, 1):
+            if k >= len(rec_a):
+                break
+            a_fields.add(field)
+            here = (path, "." + field)
+            at = b_at.get(field)
+            if at is None:
+                self.change(here, "field removed", self.show(self.a, rec_a[k], i), None)
+            elif at < len(rec_b):
+                shared += 1
+                self.queue.append((here, rec_a[k], i, rec_b[at], j))
+        extra = bisect_left(b_positions, len(rec_b)) - shared
+        listed = 0
+        if extra > 0 and self.room():
+            for k, field in b_order:        # skips at most len(a_fields) fields
+                if k >= len(rec_b) or not self.room():
+                    break
+                if field not in a_fields:
+                    self.change((path, "." + field), "field added", None,
+                                self.show(self.b, rec_b[k], j))
+                    listed += 1
+        self.total += max(extra - listed, 0)
+
+    def field_tables(self, j, fields_b):
+        """B's field -> position, its (position, field) list and its positions, sorted,
+        once per B type."""
+        t = self.b.records[j][0]
+        tables = self.b_fields.get(t)
+        if tables is None:
+            b_at = {f: k for k, f in enumerate(fields_b, 1)}
+            order = sorted((k, f) for f, k in b_at.items())
+            tables = self.b_fields[t] = b_at, order, [k for k, _ in order]
+        return tables
 
     def mapping(self, path, i, rest_a, j, rest_b):
-        keys_a, keys_b = rest_a[0::2], rest_b[0::2]
-        scalar = lambda keys: all(type(k) in (str, int, float, bool, bytes, type(None))
-                                  for k in keys)
-        if not (scalar(keys_a) and scalar(keys_b)):
+        keys_a = rest_a[0::2]
+        if not (_scalar(keys_a) and self.b_table(j, rest_b) is not None):
             return self.items(path, i, rest_a, j, rest_b)
-        b_value = {(type(k), k): v for k, v in zip(keys_b, rest_b[1::2])}
+        b_value = self.b_table(j, rest_b)
+        _flood(keys_a, self.a.which, i)
         a_keys = set()
         for key, value in zip(keys_a, rest_a[1::2]):
             a_keys.add((type(key), key))
@@ -225,22 +269,72 @@ class Walk:
                 self.queue.append((here, value, i, b_value[(type(key), key)], j))
             else:
                 self.change(here, "item removed", self.show(self.a, value, i), None)
-        for key, value in zip(keys_b, rest_b[1::2]):
-            if (type(key), key) not in a_keys:
-                self.change((path, _key_text(key)), "item added", None,
-                            self.show(self.b, value, j))
+        self.only_in_b(a_keys, b_value, lambda key, value: self.change(
+            (path, _key_text(key[1])), "item added", None, self.show(self.b, value, j)))
+
+    def b_table(self, j, rest_b):
+        """(type, key) -> value of B's mapping record j, built once (None: not keyed
+        by plain values)."""
+        if j not in self.b_maps:
+            keys_b = rest_b[0::2]
+            table = None
+            if _scalar(keys_b):
+                _flood(keys_b, self.b.which, j)
+                table = {(type(k), k): v for k, v in zip(keys_b, rest_b[1::2])}
+            self.b_maps[j] = table
+        return self.b_maps[j]
+
+    def only_in_b(self, a_keys, b_table, report):
+        """Report B's entries A lacks, in B's order: counted from the sizes, listed
+        only while the report has room (a scan skips at most len(a_keys) entries)."""
+        extra = len(b_table) - sum(1 for key in a_keys if key in b_table)
+        listed = 0
+        if extra > 0 and self.room():
+            for key, value in b_table.items():
+                if not self.room():
+                    break
+                if key not in a_keys:
+                    report(key, value)
+                    listed += 1
+        self.total += max(extra - listed, 0)
 
     def members(self, path, i, rest_a, j, rest_b):
         plain = lambda v: type(v) is not list and v is not ABSENT
-        a_set = {(type(v), v) for v in rest_a if plain(v)}
-        b_set = {(type(v), v) for v in rest_b if plain(v)}
-        for t, v in sorted(a_set - b_set, key=repr):
+        values_a = [v for v in rest_a if plain(v)]
+        _flood(values_a, self.a.which, i)
+        a_set = {(type(v), v) for v in values_a}
+        tables = self.b_sets.get(j)
+        if tables is None:
+            values_b = [v for v in rest_b if plain(v)]
+            _flood(values_b, self.b.which, j)
+            tables = self.b_sets[j] = (
+                dict.fromkeys(sorted({(type(v), v) for v in values_b}, key=_member_order)),
+                [v for v in rest_b if not plain(v)])
+        b_set, refs_b = tables
+        for t, v in sorted(a_set.difference(b_set), key=_member_order):
             self.change(path, "member removed", self.show(self.a, v, i), None)
-        for t, v in sorted(b_set - a_set, key=repr):
-            self.change(path, "member added", None, self.show(self.b, v, j))
+        self.only_in_b(a_set, b_set, lambda key, _: self.change(
+            path, "member added", None, self.show(self.b, key[1], j)))
         refs_a = [v for v in rest_a if not plain(v)]
-        refs_b = [v for v in rest_b if not plain(v)]
         self.items((path, "{}"), i, refs_a, j, refs_b)
+
+
+def _scalar(keys):
+    return all(type(k) in (str, int, float, bool, bytes, type(None)) for k in keys)
+
+
+def _member_order(member):
+    t, v = member
+    return (t.__name__, _key_text(v))
+
+
+def _flood(keys, which, record):
+    """The loader's check on a dict or set the diff builds from a file's keys."""
+    if len(keys) >= FLOOD_MIN:
+        try:
+            check_flood([(type(k), k) for k in keys], f"record {record}")
+        except FormatError as e:
+            raise FormatError(f"{which}: {e}") from None
 
 
 def diff(data_a, data_b, limit=200, names=("A", "B")):

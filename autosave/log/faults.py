@@ -2,7 +2,7 @@
 test VFS and LevelDB's fault-injection Env).
 
 ``FaultyOps`` counts the calls that change the file (``pwrite``, ``fsync``,
-``ftruncate``, directory fsync) and makes the Nth one fail:
+``ftruncate``, directory fsync, and creation's ``link`` and ``unlink``) and makes the Nth one fail:
 
 * ``"eio"``     raise EIO; a failed fsync also drops the dirty pages: the file goes back
                 to what the last good fsync made durable;
@@ -19,8 +19,8 @@ It also keeps, per file, ``durable``: the bytes the disk holds, i.e. what a powe
 at this instant would leave.
 
 The log changes its file only through these calls (it never uses ``write`` or
-``rename``: it is one file, written in place at explicit offsets), so they are all
-a fault can hit.
+``rename``: it is one file, created by linking a whole header block to its name, then
+written in place at explicit offsets), so they are all a fault can hit.
 """
 
 import errno
@@ -130,6 +130,18 @@ class FaultyOps(SystemOps):
         if self._due("fsync_directory"):
             raise InjectedFault(errno.EIO, "Input/output error (injected directory fsync)")
         super().fsync_directory(directory)
+
+    def link(self, source, target):
+        if self._due("link"):
+            raise InjectedFault(errno.EIO, "Input/output error (injected link)")
+        super().link(source, target)
+        self.durable[target] = self.durable.get(source, b"")
+        self.lost[target] = list(self.lost.get(source, []))
+
+    def unlink(self, path):
+        if self._due("unlink"):
+            raise InjectedFault(errno.EIO, "Input/output error (injected unlink)")
+        super().unlink(path)
 
 
 def _read_all(fd):

@@ -18,6 +18,8 @@ from .records import (BLOCK_SIZE, CHUNK, DELTA, MAGIC, MAX_BLOCK, MIN_BLOCK,
                       chunk_start, frame, header_block, pack_meta, read_record, unpack_meta)
 
 REWRITE_PIECE = 1 << 20
+# errno values by which a file system says it has no hard links (FAT, some network ones)
+NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK}
 
 __all__ = ["BLOCK_SIZE", "CHUNK", "DELTA", "PAYLOAD", "SLOT_OFFSETS", "SNAPSHOT",
            "LogFile", "LogLockedError", "frame"]
@@ -74,6 +76,8 @@ class LogFile:
         self.pid = os.getpid()
         self._meta = {}                # offset -> decoded metadata record, read at open
         self._head = None              # a writer's header and slots, until its first commit
+        if writable and not os.path.lexists(self.path):
+            self._create_whole(block_size)
         fd = ops.open(self.path, os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY, 0o644)
         try:
             if writable:
@@ -105,19 +109,89 @@ class LogFile:
         self.slot = self._recover(head, size)
         if self.writable:
             self._repair(head, size)
+            self._remove_stale_creation()
+
+    def _create_whole(self, block_size):
+        """Create the log as a whole header block under a temporary name, made durable,
+        then linked to the log's path (which fails if another process made one first):
+        a crash leaves no log, or a whole one, never a log-sized file of zeros or of
+        stale bytes (a file system may persist a new file's size before its data). A
+        file system without hard links: the log is created in place, as below."""
+        tmp = self.path + ".creating"
+        try:
+            fd = self.ops.open(tmp, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return
+        try:
+            try:
+                self.ops.lock(fd)        # one creator at a time; the other opens its log
+            except BlockingIOError:
+                return
+            self.ops.ftruncate(fd, 0)
+            self.fd = fd
+            self._write(header_block(block_size), 0)
+            self.ops.fsync(fd)
+            try:
+                self.ops.link(tmp, self.path)
+            except (FileExistsError, FileNotFoundError):
+                pass                     # made meanwhile by another process: open that
+            except OSError as e:
+                if e.errno not in NO_LINKS:
+                    raise
+            try:
+                self.ops.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            self.ops.fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+        finally:
+            self.fd = None
+            self.ops.close(fd)
+
+    def _remove_stale_creation(self):
+        """A writer of an existing log removes the temporary file a creation cut
+        between its link and its unlink left (unless a creation holds it now)."""
+        tmp = self.path + ".creating"
+        if not os.path.exists(tmp):
+            return
+        try:
+            fd = self.ops.open(tmp, os.O_RDWR, 0o644)
+        except OSError:
+            return
+        try:
+            mine, its = os.fstat(self.fd), os.fstat(fd)
+            if (its.st_dev, its.st_ino) != (mine.st_dev, mine.st_ino):
+                self.ops.lock(fd)    # another file: stale unless a creation holds it
+            self.ops.unlink(tmp)     # this log's own second name: the link was made
+        except OSError:              # held by a creation (BlockingIOError), or gone
+            pass
+        finally:
+            self.ops.close(fd)
 
     def _torn_creation(self, head, size, block_size):
-        """The block size to create the log with if the file is empty, or holds only a
-        prefix of a new log's header (its creation never completed, so it holds no
-        commit); else None."""
+        """The block size to create the log with if no commit was ever made durable in
+        the file, as a creation in place that never completed leaves it: empty, a
+        prefix of a new log's header, or the header block's length of the header's own
+        bytes and zeros in any mix (written or not when the size was); else None.
+        Anything else is not taken for a new log, nor changed."""
         if len(head) >= 16 and head[0:8] == MAGIC:
             declared = int.from_bytes(head[12:16], "little")
             if MIN_BLOCK <= declared <= MAX_BLOCK and not declared & (declared - 1):
                 block_size = declared
-        if size >= block_size:
-            return None
+        if size > block_size:
+            return None                  # a commit's records lie past the header block
         whole = self.ops.pread(self.fd, size, 0) if size > len(head) else head
-        return block_size if whole == header_block(block_size)[:size] else None
+        header = header_block(block_size)
+        if size < block_size:
+            return block_size if whole == header[:size] else None
+        if whole == header or head[:16] == header[:16] and Slot.unpack(
+                head[SLOT_OFFSETS[0]:SLOT_OFFSETS[0] + 64]) == Slot(0, block_size, 0):
+            return None                  # a whole new log: opened as one
+        # Byte by byte (a torn sector may hold part of its new bytes): each the header's
+        # or a zero. The header is zeros past its slots, so a file of other bytes
+        # (a file of someone else's, of this size) is not taken for one.
+        if any(b and b != h for b, h in zip(whole, header)):
+            return None
+        return block_size
 
     def _create(self):
         self.slot, self.version = Slot(0, self.block_size, 0), VERSION
@@ -268,6 +342,12 @@ class LogFile:
     def end(self):
         """The file length the last commit made durable."""
         return self.slot.end
+
+    @property
+    def size(self):
+        """The log's length with the records queued for the next commit: the size a
+        checkpoint's budget is reckoned from (docs/security.md, Budgets)."""
+        return self.slot.end + len(self.pending)
 
     def check_writable(self):
         """Raise the LogUnusableError kind saying why this object may not write, if so."""

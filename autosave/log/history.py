@@ -22,10 +22,10 @@ from typing import Any, Self
 import attrs
 
 from ..errors import CorruptLogError, ReadOnlyLogError
-from ..files import dumps, loads
+from ..files import dumps
 from .file import PAYLOAD, LogFile
 from .content import Content, Report, Table, check_restorable, is_branch, plan
-from .records import compress_checkpoint, inflate_checkpoint, pack_checkpoints
+from .records import compress_checkpoint, load_checkpoint, pack_checkpoints
 from .replay import Replay
 
 _PLAIN_KEYS = (type(None), bool, int, str, bytes)
@@ -270,7 +270,7 @@ class CheckpointLog:
             checkpoint is None and since >= self.checkpoint_every)
         # Serialized before anything changes: a state that cannot be saved leaves the
         # history as it was.
-        payload = compress_checkpoint(dumps(state)) if due else None
+        payload = compress_checkpoint(dumps(state), self.file.size) if due else None
         if branch:
             record = self._new_record(record.name, record.key, record, nxt)
             self._current = record
@@ -314,12 +314,7 @@ class CheckpointLog:
         if kind != PAYLOAD:
             raise CorruptLogError(f"{self.file.path}: the checkpoint at offset {offset} is a "
                                   f"record of kind {kind}, not a payload")
-        data = inflate_checkpoint(self.file.path, offset, payload)
-        try:
-            state = loads(data)
-        except Exception as e:
-            e.add_note(f"in the checkpoint at offset {offset} of {self.file.path}")
-            raise
+        state = load_checkpoint(self.file.path, offset, payload, self.file.size)
         steps = position.step - base
         if steps:
             if replay is None:

@@ -93,7 +93,7 @@ def inspect_log(path, top, out=None, content=None):
         if offsets:
             newest = max(offsets)
             say(f"newest checkpoint (offset {newest}), by class:")
-            data = inflate_checkpoint(file.path, newest, file.read(newest)[1])
+            data = inflate_checkpoint(file.path, newest, file.read(newest)[1], file.size)
             try:
                 print_sizes_by_class(data, top, indent="  ", out=out)
             except LoadError as e:

@@ -42,5 +42,11 @@ class SystemOps:
     def fsync_directory(self, directory):
         fsync_directory(directory)
 
+    def link(self, source, target):
+        os.link(source, target)
+
+    def unlink(self, path):
+        os.unlink(path)
+
 
 SYSTEM = SystemOps()

@@ -6,16 +6,22 @@ import struct
 import sys
 import zlib
 from array import array
+from itertools import accumulate, chain
+from operator import sub
 
 import attrs
 import msgpack
 import xxhash
 
 from ..errors import CorruptLogError
+from ..files import loads
+from ..limits import (DECODE_MEMORY_PER_BYTE, WORK_PER_BYTE, Budget, OverBudget, charge,
+                      file_budget)
 
 MAGIC = b"\x89ASVLOG\n"
-VERSION = 2
-READABLE_VERSIONS = (1, 2)        # version 1 metadata records carry no commit number
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)     # version 1 metadata records carry no commit number;
+                                  # versions 1 and 2 hold checkpoint tables unpacked
 BLOCK_SIZE = 4096
 MIN_BLOCK, MAX_BLOCK = 256, 65536  # a chunk's u16 length must cover a block
 SLOT_OFFSETS = (64, 128)
@@ -189,62 +195,138 @@ def unpack_meta(path, offset, body):
 
 # -- checkpoint payloads ------------------------------------------------------------------
 
-INFLATE_BASE = 64 << 20
-INFLATE_RATIO = 100
+# A checkpoint is charged to the budget of the whole log (docs/security.md): its inflated
+# bytes once held (a bytearray grown in place: charged twice over), then decoded and
+# loaded as a file of that size is, out of the allowance of the log's own size. So a
+# small log cannot inflate to a large state: the writer stores a checkpoint less
+# compressed (zlib's stored blocks) when the log is not yet large enough to hold it.
+INFLATED_HELD = 2
 
 
-def inflate_limit(size):
-    """The most bytes a checkpoint record of ``size`` compressed bytes may inflate to.
-    The writer keeps to it (compress_checkpoint), so a reader can refuse more before
-    allocating it: a small file cannot claim gigabytes of memory."""
-    return INFLATE_BASE + INFLATE_RATIO * size
+def checkpoint_limit(log_size):
+    """The most bytes a checkpoint in a log of ``log_size`` bytes may inflate to."""
+    fresh = Budget(log_size)
+    by_memory = fresh.memory // (INFLATED_HELD + DECODE_MEMORY_PER_BYTE)
+    by_work = fresh.work // WORK_PER_BYTE
+    return min(by_memory, by_work)
 
 
-def compress_checkpoint(data):
+def compress_checkpoint(data, end=0):
+    """The payload of a checkpoint appended at offset ``end``: compressed, unless the
+    log would then be too small to inflate it (stored blocks are no smaller than the
+    data, and a log holding them is large enough to restore them)."""
     packed = zlib.compress(data, 1)
-    if len(data) > inflate_limit(len(packed)):
-        packed = zlib.compress(data, 0)    # stored blocks: no smaller than the data
+    if len(data) > checkpoint_limit(end + len(packed)):
+        packed = zlib.compress(data, 0)
     return packed
 
 
-INFLATE_PIECE = 1 << 20
+INFLATE_IN = 1 << 16          # compressed bytes fed at a time (no tail re-sliced)
+INFLATE_OUT = 1 << 20         # bytes inflated at a time, each charged before the next
 
 
-def inflate_checkpoint(path, offset, packed):
-    """The bytes of the checkpoint record at ``offset``, or CorruptLogError. Inflated
-    piece by piece, so that a stream refused for its size has taken no more memory
-    than the bound itself."""
-    limit = inflate_limit(len(packed))
+def inflate_checkpoint(path, offset, packed, log_size):
+    """The bytes of the checkpoint record at ``offset`` of a log of ``log_size`` bytes,
+    charged to a budget of the log's size, or CorruptLogError.
+    Inflated piece by piece in time linear in the stream, so that a stream refused for
+    its size has taken no more memory than the bound itself."""
+    try:
+        with file_budget(log_size, decoded=False) as budget:
+            return _inflate(path, offset, packed, budget)
+    except OverBudget as e:
+        raise CorruptLogError(f"{path}: {e}") from None
+
+
+def _inflate(path, offset, packed, budget):
+    limit = min(budget.memory // (INFLATED_HELD + DECODE_MEMORY_PER_BYTE),
+                budget.work // WORK_PER_BYTE)
     inflater = zlib.decompressobj()
-    pieces, total, rest = [], 0, packed
+    out = bytearray()
+    view = memoryview(packed)
+    fed, rest = 0, b""
     try:
         while not inflater.eof:
-            piece = inflater.decompress(rest, INFLATE_PIECE)
-            rest = inflater.unconsumed_tail
-            if not piece and not rest:
-                break                                  # the stream is cut short
-            total += len(piece)
-            if total > limit:
+            if not rest and fed < len(view):
+                rest = view[fed:fed + INFLATE_IN]      # a view: nothing copied
+                fed += len(rest)
+            piece = inflater.decompress(rest, INFLATE_OUT)
+            rest = inflater.unconsumed_tail             # at most INFLATE_IN bytes
+            if not piece and not rest and fed == len(view):
+                break                                   # the stream is cut short
+            out += piece
+            if len(out) > limit:
                 raise CorruptLogError(
                     f"{path}: the checkpoint at offset {offset} inflates past {limit:,} "
-                    f"bytes, more than a {len(packed):,}-byte record may")
-            pieces.append(piece)
+                    f"bytes, more than a {budget.size:,}-byte log may hold "
+                    f"(docs/security.md, Budgets)")
     except zlib.error as e:
         raise CorruptLogError(f"{path}: the checkpoint at offset {offset} is not a compressed "
                               f"save ({e})") from None
-    if not inflater.eof or inflater.unused_data:
+    if not inflater.eof or inflater.unused_data or rest or fed < len(view):
         raise CorruptLogError(f"{path}: the checkpoint at offset {offset} is a cut or padded "
                               f"zlib stream")
-    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    budget.charge(INFLATED_HELD * len(out), 0, f"the checkpoint at offset {offset}")
+    return out
+
+
+def load_checkpoint(path, offset, packed, log_size):
+    """The state saved in the checkpoint record at ``offset``: inflated and loaded
+    under one budget, the log's (docs/security.md, Budgets)."""
+    with file_budget(log_size, decoded=False, shared=True) as budget:
+        try:
+            data = _inflate(path, offset, packed, budget)
+        except OverBudget as e:
+            raise CorruptLogError(f"{path}: {e}") from None
+        try:
+            return loads(data)
+        except Exception as e:
+            e.add_note(f"in the checkpoint at offset {offset} of {path}")
+            raise
+
+
+# Version 3: a checkpoint table as [TABLE, count, zlib stream of little-endian int64:
+# the count step differences, then the count offset differences] (each from the one
+# before, the first from 0), in step order. Steps go up by one and offsets by a
+# checkpoint's size, so the stream is a fraction of the 16 bytes per checkpoint of
+# version 2's int64 pairs: snapshots shrink as much, and with them the deltas an open
+# may replay after one (docs/log-format.md).
+TABLE = "zd"
+TABLE_MEMORY_PER_BYTE = 12       # a dict entry and two ints per 16 bytes of table
 
 
 def pack_checkpoints(checkpoints):
-    """step -> offset as little-endian int64 pairs in step order: a snapshot's bulk,
-    read back (and checked) at C speed."""
+    """step -> offset as a version 3 table: a snapshot's bulk, read back (and checked)
+    at C speed."""
     steps = sorted(checkpoints)
-    pairs = array("q", bytes(16 * len(steps)))
-    pairs[0::2] = array("q", steps)
-    pairs[1::2] = array("q", [checkpoints[step] for step in steps])
+    offsets = [checkpoints[step] for step in steps]
+    diffs = array("q", map(sub, steps, chain((0,), steps)))
+    diffs.extend(map(sub, offsets, chain((0,), offsets)))
     if sys.byteorder == "big":
-        pairs.byteswap()
-    return pairs.tobytes()
+        diffs.byteswap()
+    return [TABLE, len(steps), zlib.compress(diffs.tobytes(), 1)]
+
+
+def unpack_checkpoints(count, packed):
+    """(steps, offsets) of a version 3 table, as iterables; ValueError if it is not one. The table's
+    memory is charged to the log's budget before it is inflated (a small stream may
+    claim millions of checkpoints)."""
+    if type(count) is not int or count < 0 or type(packed) is not bytes:
+        raise ValueError("not [count, bytes]")
+    size = 16 * count
+    charge(TABLE_MEMORY_PER_BYTE * size, count, f"a table of {count:,} checkpoints")
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(packed, size + 1)
+    except zlib.error:
+        raise ValueError("not a zlib stream") from None
+    if len(raw) != size or not inflater.eof or inflater.unused_data:
+        raise ValueError(f"not {count} int64 step and offset differences")
+    diffs = array("q", raw)
+    if sys.byteorder == "big":
+        diffs.byteswap()
+    # a record's steps are mostly consecutive: a range, no list of ints to build
+    if count and diffs[1:count].count(1) == count - 1:
+        steps = range(diffs[0], diffs[0] + count)
+    else:
+        steps = accumulate(diffs[:count])
+    return steps, accumulate(diffs[count:])

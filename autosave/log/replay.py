@@ -14,7 +14,9 @@ from array import array
 
 from ..errors import CorruptLogError, LoadError
 from ..files import collector_paused, loads
+from ..limits import OverBudget, file_budget
 from .content import is_branch
+from .records import TABLE, unpack_checkpoints
 
 PLAIN_KEYS = (type(None), bool, int, str, bytes)
 REACHED_KEYS = {type(None), int, str, bytes}
@@ -43,8 +45,9 @@ class Replay:
 
     def run(self, decode_globals):
         # Hundreds of thousands of small objects that all live on: collecting them over
-        # and over would cost more than building them.
-        with collector_paused():
+        # and over would cost more than building them. The checkpoint tables a snapshot
+        # inflates are charged to the log's budget (docs/security.md).
+        with collector_paused(), file_budget(self.end, decoded=False):
             self._run(decode_globals)
 
     def _run(self, decode_globals):
@@ -139,9 +142,15 @@ class Replay:
             self.at(*state["at"])
 
     def row_checkpoints(self, rid, packed, record):
-        """The checkpoints of a snapshot row: int64 pairs (version 1: [step, offset]
-        lists)."""
-        if type(packed) is bytes:
+        """The checkpoints of a snapshot row: a version 3 table, int64 pairs (version 2)
+        or [step, offset] lists (version 1)."""
+        if type(packed) is list and len(packed) == 3 and packed[0] == TABLE:
+            try:
+                steps, offsets = unpack_checkpoints(packed[1], packed[2])
+            except (ValueError, OverBudget) as e:
+                raise Invalid(f"the checkpoints of record {rid} are not a table: "
+                              f"{e}") from None
+        elif type(packed) is bytes:
             if len(packed) % 16:
                 raise Invalid(f"the checkpoints of record {rid} are not int64 pairs")
             pairs = array("q", packed)
