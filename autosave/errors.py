@@ -117,3 +117,9 @@ class LogForkedError(LogUnusableError):
 class LostPositionError(LoadError):
     """A position (a bookmark's, the last one) in a node that the game's current content
     no longer has: restoring it would give some other moment, so it is refused."""
+
+
+class StepOrderError(ValueError):
+    """A ``CheckpointLog`` step that would record the wrong state for its line: under
+    content, the state a node starts from must be given to ``enter(node, state=...)``,
+    and a node has no more steps than lines + 1 (docs/log.md)."""

@@ -34,9 +34,10 @@ def replay_under(story):
 def play(log, story):
     """A session with branches, an entry from mid-node and a bookmark in each node."""
     def walk(node, upto, mark=None):
-        log.enter(node)
+        log.enter(node, state={"node": node, "lines": []})
         for i in range(upto):
-            log.step({"node": node, "lines": story[node][:i]})
+            if i:
+                log.step({"node": node, "lines": story[node][:i]})
             log.reached.add(story[node][i])
         if mark:
             log.bookmark(mark)
