@@ -3,6 +3,7 @@ tool keeps it honest (staleness, fingerprints, errors with file:line)."""
 
 import json
 import os
+import re
 import pathlib
 import subprocess
 import sys
@@ -267,6 +268,8 @@ def test_generate_check_and_stale_fallback(tmp_path):
     assert stale.returncode == 0, stale.stderr
     assert stale.stderr.count("StaleGeneratedCodeWarning") == 1
     assert f"{pkg}.model.Hero" in stale.stderr and "saving it by reflection" in stale.stderr
+    # attributed to the game's line that saved (here the -c program), not to importlib
+    assert re.search(r"^<string>:\d+: StaleGeneratedCodeWarning", stale.stderr, re.M), stale.stderr
 
     strict = run(tmp_path, [], env={"AUTOSAVE_STRICT": "1"}, code=PROBE.format(pkg=pkg))
     assert strict.returncode != 0
@@ -302,6 +305,7 @@ def test_a_generated_module_that_no_longer_imports_is_stale(tmp_path):
     warned = run(tmp_path, [], code=probe)
     assert warned.returncode == 0, warned.stderr
     assert "StaleGeneratedCodeWarning" in warned.stderr and "cannot be imported" in warned.stderr
+    assert re.search(r"^<string>:\d+: StaleGeneratedCodeWarning", warned.stderr, re.M), warned.stderr
     strict = run(tmp_path, [], env={"AUTOSAVE_STRICT": "1"}, code=probe)
     assert strict.returncode != 0 and "StaleGeneratedCodeError" in strict.stderr
 
