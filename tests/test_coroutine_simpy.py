@@ -7,6 +7,7 @@ import inspect
 import pytest
 
 import autosave
+pytest.importorskip("simpy")  # noqa: E402 -- the full matrix installs it ('.[dev]')
 import simpy_model
 from modtools import fresh_name, load_module, unload
 
