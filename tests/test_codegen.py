@@ -123,6 +123,7 @@ def test_generated_and_reflective_paths_give_identical_bytes_and_graphs(make, mo
     assert direct_bytes(generated_copy) == data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codegen", ["1", "0"])
 @pytest.mark.parametrize("make", [lambda: game.build_level(seed=3, n_npcs=40),
                                   lambda: bench_graphs.world_graph(3000)])
@@ -183,6 +184,7 @@ def test_property_classes_get_generated_code_when_hashed_by_value():
         assert "in batches" in autosave.schema.schema_of(cls).why_not_generated
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=list(
     graphs_under_test.SETTINGS["suppress_health_check"]))
 @given(graphs_under_test.graph_specs(max_nodes=14))
@@ -246,6 +248,7 @@ def run(tmp_path, args, env=None, code=None):
                           timeout=120)
 
 
+@pytest.mark.slow
 def test_generate_check_and_stale_fallback(tmp_path):
     pkg = make_package(tmp_path, V1)
     made = run(tmp_path, [pkg])
@@ -310,6 +313,7 @@ def test_a_generated_module_that_no_longer_imports_is_stale(tmp_path):
     assert strict.returncode != 0 and "StaleGeneratedCodeError" in strict.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body, expect", [
     ('''
      @autosave.save_root
@@ -346,6 +350,7 @@ def test_a_plain_module_needs_out(tmp_path):
     assert (tmp_path / "gen" / "_autosave_generated.py").exists()
 
 
+@pytest.mark.slow
 def test_compiled_generated_module_gives_the_same_bytes(tmp_path):
     pytest.importorskip("Cython")
     pkg = make_package(tmp_path, V1)
@@ -417,6 +422,7 @@ except StopIteration as e:
 '''
 
 
+@pytest.mark.slow
 def test_coroutines_are_generated_ahead_of_time_and_run_without_source(tmp_path):
     pkg = make_package(tmp_path, PATROL_V1)
     made = run(tmp_path, [pkg])
@@ -446,6 +452,7 @@ def test_coroutines_are_generated_ahead_of_time_and_run_without_source(tmp_path)
     assert "['b', 'c']" in loaded.stdout and "returned 3" in loaded.stdout
 
 
+@pytest.mark.slow
 def test_manifest_labels_keep_an_old_save_loading_after_an_edit(tmp_path):
     pkg = make_package(tmp_path, PATROL_V1)
     assert run(tmp_path, [pkg]).returncode == 0
@@ -473,6 +480,7 @@ def test_manifest_labels_keep_an_old_save_loading_after_an_edit(tmp_path):
     assert set(v1_labels[f"{pkg}.model.patrol"]["labels"]) == set(v2_labels[f"{pkg}.model.patrol"]["labels"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change, why", [
     (("_require_abi(4,", "_require_abi(3,"), "for interface version 3"),   # the last one
     (("uses=('type_index',", "uses=('memo', 'type_index',"), "does not offer (memo)"),
@@ -495,6 +503,7 @@ def test_generated_code_of_another_interface_is_refused_loudly(tmp_path, change,
     assert "StaleGeneratedCodeError" in strict.stderr and why in strict.stderr
 
 
+@pytest.mark.slow
 def test_generated_code_reaching_past_the_context_fails_the_save_loudly(tmp_path):
     """The context offers its operations and nothing else: code reaching for the
     engine's state (as generated code once did) is a SaveError with the object path,

@@ -75,6 +75,7 @@ def test_saved_and_loaded_at_many_points(uninterrupted):
     assert world.log == uninterrupted
 
 
+@pytest.mark.slow
 def test_saved_at_every_event(uninterrupted):
     world = simpy_model.build()
     steps = 0

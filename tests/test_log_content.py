@@ -165,6 +165,7 @@ def check_upgraded(log, story, new, marks, moved, removed):
     assert not gone & set(log.reached)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data(), story=stories(), every=st.integers(1, 3), snapshots=st.booleans())
 def test_bookmarks_follow_their_lines_across_a_patch(tmp_path_factory, data, story, every,

@@ -387,6 +387,7 @@ def run_python(tmp_path, code):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("allow_first", [False, True])
 def test_loading_before_importing_the_game_names_the_module_once(tmp_path, allow_first):
     package = fresh_name("mygame")

@@ -57,6 +57,7 @@ def check_contents(wheel):
     assert not missing, f"cited, not shipped: {missing}"
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_codegen_docs_and_py_typed(tmp_path):
     check_contents(build(tmp_path, "--no-build-isolation"))
 
