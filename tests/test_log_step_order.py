@@ -126,3 +126,15 @@ def test_entering_again_with_a_state_reuses_the_first_step(tmp_path):
         log.restore(log.back(1))
         log.enter("b", state={"i": 0})                  # the same entry, reached again
         assert log.position == first and len(log.records) == 2
+
+
+def test_a_start_state_that_cannot_be_saved_leaves_no_start(tmp_path):
+    import autosave
+
+    with CheckpointLog.open(tmp_path / "p.log", content={"a": ["x"]}) as log:
+        with pytest.raises(autosave.SaveError):
+            log.enter("a", state={"gen": (i for i in ())})
+        with pytest.raises(StepOrderError):             # no step 0 to follow
+            log.step({"i": 1})
+        log.enter("a", state={"i": 0})
+        assert log.step({"i": 1}).step == 1

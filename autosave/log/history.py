@@ -257,9 +257,15 @@ class CheckpointLog:
         if self._source is not None:
             self._declare(node)
         self._enter(node, key)
-        self._bare = state is _NO_STATE
-        if not self._bare:
-            self.step(state)
+        self._bare = False
+        if state is _NO_STATE:
+            self._bare = True
+        else:
+            try:
+                self.step(state)
+            except BaseException:
+                self._bare = True        # a state that could not be recorded is no start
+                raise
         return self.position
 
     def _enter(self, node, key):
