@@ -341,6 +341,7 @@ def test_a_class_it_cannot_handle_is_reported_with_file_and_line(tmp_path, body,
     assert not (tmp_path / pkg / "autosave_manifest.json").exists()
 
 
+@pytest.mark.slow
 def test_a_plain_module_needs_out(tmp_path):
     (tmp_path / "single_module_game.py").write_text("import autosave\n")
     made = run(tmp_path, ["single_module_game"])

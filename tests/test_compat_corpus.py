@@ -203,6 +203,7 @@ def test_compat_example_judges_release_2_compatible():
     assert "root.stock[1]: item removed (was \"<asset 'items/potion'>\")" in done.stdout
 
 
+@pytest.mark.slow
 def test_compat_example_baseline_is_release_1_as_committed():
     example = ROOT / "examples" / "compat"
     code = ("import sys; from autosave.cli import main; "

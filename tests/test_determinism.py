@@ -445,6 +445,7 @@ weak_graphs = st.recursive(
     max_leaves=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=max(100, FUZZ), derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(weak_graphs, st.data())

@@ -320,6 +320,7 @@ def test_real_saves_are_byte_identical_with_either_encoder(name, codegen, monkey
     assert autosave.dumps(autosave.copy(root)) == data
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 60, **SETTINGS)
 @given(graphs_under_test.graph_specs(max_nodes=14))
 def test_random_graphs_save_to_the_same_bytes_with_either_encoder(spec):

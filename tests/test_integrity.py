@@ -269,6 +269,7 @@ def test_dumping_a_checkpoint_log_says_what_it_is(tmp_path, capsys):
 # -- format 1 ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", sorted(OLD_FORMATS))
 @pytest.mark.parametrize("name", sorted(format1_graphs.GRAPHS))
 def test_saves_of_older_formats_load_with_their_contents(name, version):

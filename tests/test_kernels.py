@@ -636,6 +636,7 @@ def run(code, **env):
                           timeout=120)
 
 
+@pytest.mark.slow
 def test_autosave_purepython_runs_the_python_loops_to_the_same_bytes():
     code = """
         import autosave

@@ -159,6 +159,7 @@ def chunk_spans(data, offset, block):
             pos += block - pos % block
 
 
+@pytest.mark.slow
 def test_flipped_byte_in_a_payload_is_reported_with_its_offset(two_commits, tmp_path):
     path, _, after_b, _, offsets_b = two_commits
     target = offsets_b[0]

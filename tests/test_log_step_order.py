@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from autosave import CheckpointLog, StepOrderError
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
