@@ -22,7 +22,8 @@ from .errors import (
 )
 from .files import copy, dump, dumps, load, loads, save
 from .log import (Bookmark, CheckpointLog, LogClosedError, LogForkedError, LogLockedError,
-                  LogPoisonedError, LogUnusableError, Position, ReadOnlyLogError)
+                  LogPoisonedError, LogUnusableError, Position, ReadOnlyLogError,
+                  StepOrderError)
 from .registry import allow, asset, assets, save_root, saveable, upgrade
 from .schema import transient
 from .reconstructors import reconstructor
@@ -36,6 +37,7 @@ __all__ = [
     "dumps", "loads", "save", "load", "dump", "copy",
     "CheckpointLog", "Position", "Bookmark", "LogLockedError", "LogUnusableError",
     "LogClosedError", "LogPoisonedError", "LogForkedError", "ReadOnlyLogError",
+    "StepOrderError",
     "SaveError", "LoadError", "FormatError", "UntrustedTypeError",
     "IncompatibleSaveError", "CorruptLogError", "LostPositionError", "StaleGeneratedCodeError",
     "CoroutineError",

@@ -92,3 +92,14 @@ def function_not_found(func, module_name):
             f"the function or class of that name (rebound, or replaced by a decorator?), "
             f"and a load finds its code through it; keep {outer} bound to its name, or mark "
             f"the field autosave.transient")
+
+
+def local_coroutine(module_name, qualname):
+    """Why a coroutine whose function is defined inside another function cannot be
+    saved. ``@autosave.saveable(name=...)`` takes classes only: the fix is the move."""
+    outer = qualname.split(".<locals>.")[0]
+    return (f"coroutine function {module_name}.{qualname} is defined inside "
+            f"{module_name}.{outer}, so a load could not find it (and its resume points) by "
+            f"name; move the @autosave.coroutine function to module level, passing what it "
+            f"used from {outer} as arguments (they are saved with the coroutine), or mark "
+            f"the field autosave.transient")

@@ -102,9 +102,29 @@ def cmd_docs(args):
     return 0
 
 
+def version_text():
+    """The version, and which loops the engine runs: the C extension, or the Python
+    fallback (same bytes, slower) and why."""
+    from . import kernels
+    if kernels.IMPLEMENTATION == "C":
+        return f"autosave {__version__} (C loops: autosave._speedups)"
+    why = ("AUTOSAVE_PUREPYTHON is set" if os.environ.get("AUTOSAVE_PUREPYTHON") else
+           "the C extension autosave._speedups was not built: reinstall with a C compiler")
+    return f"autosave {__version__} (pure-Python loops: {why})"
+
+
+class _Version(argparse.Action):
+    """argparse's own version action wraps the line to the terminal's width."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="autosave", description="Inspect autosave files.")
-    parser.add_argument("--version", action="version", version=f"autosave {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the version and which loops run (C or pure Python)")
     sub = parser.add_subparsers(dest="command", required=True)
     dump = sub.add_parser("dump", help="print a save as readable JSON",
                           description="Print a save as JSON: its type table and every record, "

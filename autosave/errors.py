@@ -1,5 +1,9 @@
 """Every error autosave raises. Each message says what went wrong and where."""
 
+import os
+import sys
+import warnings
+
 
 class SaveError(Exception):
     """Something reachable from the root cannot be saved.
@@ -117,3 +121,36 @@ class LogForkedError(LogUnusableError):
 class LostPositionError(LoadError):
     """A position (a bookmark's, the last one) in a node that the game's current content
     no longer has: restoring it would give some other moment, so it is refused."""
+
+
+class StepOrderError(ValueError):
+    """A ``CheckpointLog`` step that would record the wrong state for its line: under
+    content, the state a node starts from must be given to ``enter(node, state=...)``,
+    and a node has no more steps than lines + 1 (docs/log.md)."""
+
+
+class UnreachableUpgradeWarning(UserWarning):
+    """An ``@autosave.upgrade`` hook that can never run: registered ``from_version`` N
+    for a class still at version N (or older). Bump the class's version past it."""
+
+
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_GENERATED = ("_autosave_generated.py", "_autosave_coroutines.py")
+_IMPORTLIB = os.path.join("importlib", "__init__.py")
+
+
+def warn_at_caller(message: str, category: type[Warning]) -> None:
+    """Warn at the game's line that led here: the first frame outside autosave, the
+    import machinery and generated modules (a fixed stacklevel would name importlib
+    when the warning comes from an import autosave made)."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (name.startswith(_HERE) or name.startswith("<frozen ")
+                or name.endswith(_IMPORTLIB) or os.path.basename(name) in _GENERATED):
+            break
+        # warnings itself does not count importlib's bootstrap frames in stacklevel
+        if not ("importlib" in name and "_bootstrap" in name):
+            level += 1
+        frame = frame.f_back
+    warnings.warn(message, category, stacklevel=level)

@@ -18,9 +18,8 @@ import importlib.util
 import json
 import os
 import sys
-import warnings
 
-from .errors import StaleGeneratedCodeError
+from .errors import StaleGeneratedCodeError, warn_at_caller
 from .format import INLINE_TYPES
 from .registry import REGISTRY
 from .schema import schema_of
@@ -89,8 +88,8 @@ class GeneratedCode:
                 raise StaleGeneratedCodeError(message)
             if cls not in self.stale:
                 self.stale.add(cls)
-                warnings.warn(message + "; saving it by reflection meanwhile",
-                              StaleGeneratedCodeWarning, stacklevel=3)
+                warn_at_caller(message + "; saving it by reflection meanwhile",
+                               StaleGeneratedCodeWarning)
             self.save.pop(cls, None)
             self.load.pop(cls, None)
             return
@@ -155,8 +154,8 @@ class GeneratedCode:
                    f"autosave-codegen {package}")
         if strict():
             raise StaleGeneratedCodeError(message) from error
-        warnings.warn(message + "; saving by reflection meanwhile",
-                      StaleGeneratedCodeWarning, stacklevel=4)
+        warn_at_caller(message + "; saving by reflection meanwhile",
+                       StaleGeneratedCodeWarning)
 
     def save_factory(self, cls):
         self.note(cls.__module__)

@@ -12,13 +12,13 @@ from types import MemberDescriptorType
 from .adapters import ADAPTERS_BY_NAME
 from .adapters.callables import apply_default_state
 from .adapters.containers import flood_checked
-from .errors import FormatError, IncompatibleSaveError, LoadError
+from .errors import FormatError, IncompatibleSaveError, LoadError, UntrustedTypeError
 from .format import ABSENT, STATE_FIELDS, type_entry
 from .loadcheck import bound_hook, class_attribute, describe
 from .reconstructors import check_inert
 from .registry import REGISTRY
 from .schema import schema_of
-from .upgrades import run_upgrades, upgrade_chain
+from .upgrades import run_upgrades, unreachable_hooks, upgrade_chain
 
 
 # -- plans for classes -------------------------------------------------------------------
@@ -38,7 +38,10 @@ class EnumPlan:
             member = self.cls.__members__.get(vals[1])
             if member is None:
                 raise IncompatibleSaveError(
-                    f"enum {self.cls.__qualname__} has no member {vals[1]!r} any more")
+                    f"enum {self.cls.__qualname__} has no member {vals[1]!r} any more "
+                    f"({self.where()}); keep the old "
+                    f"name in its body as an alias, {vals[1]} = <the value of the member "
+                    f"it became> (or its old value), and the save loads")
             return member
         _, none, value = vals
         if type(value) not in _PLAIN:     # looked up by hash: plain values only
@@ -48,7 +51,12 @@ class EnumPlan:
             return self.cls(value)
         except ValueError:
             raise IncompatibleSaveError(
-                f"enum {self.cls.__qualname__} has no value {value!r} any more") from None
+                f"enum {self.cls.__qualname__} has no value {value!r} any more "
+                f"({self.where()}); give a member that "
+                f"value again in its body (OLD_NAME = {value!r}), and the save loads") from None
+
+    def where(self):
+        return f"class {self.cls.__qualname__} in module {self.cls.__module__}"
 
 
 _PLAIN = (type(None), bool, int, float, str, bytes)
@@ -146,10 +154,7 @@ class InstancePlan:
                 if d is not None and d.exists:
                     self.defaults.append((name, d))
                 elif name not in schema.transient:
-                    raise IncompatibleSaveError(
-                        f"{schema.name} has a field {name!r} the save does not hold, and "
-                        f"the field has no default; give it a default or an "
-                        f"@autosave.upgrade hook")
+                    raise IncompatibleSaveError(missing_field(schema, name))
         self.new = (base or object).__new__
         self.create = self.create_from_record = None
         self.direct = None          # "slots" or "dict": fields map straight onto the class
@@ -267,7 +272,51 @@ class InstancePlan:
             self.set_field(obj, name, d.make(obj))
 
 
+def missing_field(schema, name):
+    """What a save of the class's own version lacking field ``name`` tells the user: a
+    hook alone never runs (it needs a version to upgrade from), so the fix says both."""
+    v = schema.version
+    text = (f"{schema.name} has a field {name!r} the save does not hold, and the field has "
+            f"no default; give it a default, or bump the class's version to {v + 1} "
+            f"(@autosave.saveable(version={v + 1})) and add @autosave.upgrade("
+            f"{schema.name!r}, from_version={v}) setting fields[{name!r}]")
+    for hook_version, hook in unreachable_hooks(schema):
+        if hook_version == v:
+            text += (f"; the hook {hook.__qualname__} registered from_version={v} never runs "
+                     f"while the class is at version {v}")
+    return text
+
+
 # -- type entries -> plans ---------------------------------------------------------------
+
+def resolve_class(name):
+    """The class a type entry names. A name whose module the loading process has not
+    imported gets one message naming that module, whether or not its package is trusted
+    yet (importing the game's module trusts it): never a trust error, then another."""
+    try:
+        return REGISTRY.resolve(name, "class")
+    except (UntrustedTypeError, IncompatibleSaveError) as e:
+        module = name.rpartition(".")[0] if isinstance(name, str) else ""
+        parts = module.split(".")
+        missing = [".".join(parts[:i]) for i in range(1, len(parts) + 1)
+                   if ".".join(parts[:i]) not in sys.modules]
+        if not module or not missing or not all(p.isidentifier() for p in parts):
+            raise
+        top = parts[0]
+        fix = (f"import the game's module that defines it before loading (import {module}, "
+               f"if that is where it is defined)")
+        if isinstance(e, UntrustedTypeError):
+            # A stranger's file may name anything: the advice is for the game's own names.
+            raise UntrustedTypeError(
+                f"the save refers to class {name!r}, which is outside the allowed namespaces "
+                f"{sorted(REGISTRY.allowed)}; nothing was imported. If it is the game's, "
+                f"module {missing[0]!r} is not imported yet: {fix}; that trusts {top!r} if "
+                f"the module defines @save_root or @saveable classes, else call "
+                f"autosave.allow({top!r}) too") from None
+        raise IncompatibleSaveError(
+            f"the save refers to class {name!r}, and module {missing[0]!r} is not imported "
+            f"(a load imports nothing): {fix}") from None
+
 
 def plan_for(index, entry):
     name, version, fields = type_entry(index, entry)
@@ -276,7 +325,7 @@ def plan_for(index, entry):
         if fields:
             raise FormatError(f"type entry {index} ({name}) must not list fields")
         return adapter
-    cls = REGISTRY.resolve(name, "class")
+    cls = resolve_class(name)
     if not isinstance(cls, type):
         raise IncompatibleSaveError(f"the save's type {name!r} now names a "
                                     f"{type(cls).__name__}, not a class")

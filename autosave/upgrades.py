@@ -2,7 +2,8 @@
 saved version to the current one, run on the plain field dict (docs/format.md, Reading,
 step 2)."""
 
-from .errors import FormatError, IncompatibleSaveError, LoadError
+from .errors import (FormatError, IncompatibleSaveError, LoadError, UnreachableUpgradeWarning,
+                     warn_at_caller)
 from .loadcheck import describe
 from .registry import REGISTRY
 
@@ -15,6 +16,7 @@ def upgrade_chain(schema, saved_version):
         raise IncompatibleSaveError(
             f"the save holds {schema.name} version {saved_version}, newer than this "
             f"game's version {schema.version}")
+    warn_unreachable(schema)
     chain = []
     for v in range(saved_version, schema.version):
         hook = REGISTRY.upgrades.get((schema.name, v))
@@ -44,3 +46,24 @@ def run_upgrades(schema, saved_version, hooks, fields):
                 f"upgrade hook {hook.__qualname__} for {schema.name} version {v} must "
                 f"return the field dict (str keys), returned a {type(fields).__name__}")
     return fields
+
+
+_warned = set()       # (name, from_version) of unreachable hooks already warned about
+
+
+def unreachable_hooks(schema):
+    """[(from_version, hook)] registered for ``schema``'s class that never run: a hook
+    from version N runs on saves of version N only when the class is at N + 1 or later."""
+    return sorted(((v, hook) for (name, v), hook in REGISTRY.upgrades.items()
+                   if name == schema.name and v >= schema.version), key=lambda vh: vh[0])
+
+
+def warn_unreachable(schema):
+    for v, hook in unreachable_hooks(schema):
+        if (schema.name, v) not in _warned:
+            _warned.add((schema.name, v))
+            warn_at_caller(
+                f"upgrade hook {hook.__qualname__} for {schema.name} from_version={v} can "
+                f"never run: {schema.name} is at version {schema.version}; bump it with "
+                f"@autosave.saveable(version={v + 1}) so that saves of version {v} go "
+                f"through the hook", UnreachableUpgradeWarning)

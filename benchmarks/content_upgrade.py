@@ -37,9 +37,10 @@ def build(path, content):
         n = 0
         for node in range(NODES):
             name = f"node{node}"
-            log.enter(name)
+            log.enter(name, state={"node": name, "step": 0})
             for step in range(STEPS):
-                log.step({"node": name, "step": step})
+                if step:
+                    log.step({"node": name, "step": step})
                 n += 1
                 if n % MARK_EVERY == 0:
                     log.bookmark(f"m{n}")

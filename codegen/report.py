@@ -132,8 +132,16 @@ def lines(report, verbose=False):
         out += [f"    {_name(c)}.{field}: {why}" if field != "*" else f"    {_name(c)}: {why}"
                 for c, field, why in report.loose]
     if report.unreached or report.loose:
-        out.append('  hint: annotate the fields that hold them, e.g. members: "list[Npc]" '
-                   'or target: "Npc | None" (autosave docs codegen)')
+        out.append('  hint: where a field holds instances of the game\'s classes, annotate '
+                   'it, e.g. members: "list[Npc]" or target: "Npc | None" (autosave docs '
+                   'codegen)')
+    if report.loose:
+        # A field holding a coroutine, a callable or plain data is saved as it is: a
+        # class annotation would be wrong there, and nothing is missing.
+        out.append('  a field holding a coroutine or other generator, a callable or plain '
+                   'data needs no change (saved by reflection); typed as what it holds, '
+                   'e.g. brain: "Generator[str, str | None, None] | None", it leaves this '
+                   'list')
     return out
 
 

@@ -42,7 +42,7 @@ def main():
     path = os.path.join(tempfile.mkdtemp(), "profile.log")
     story = Story()
     with autosave.CheckpointLog.open(path, checkpoint_every=4) as log:
-        log.enter("chapter1")
+        log.enter("chapter1", state=story)   # step 0: the state the chapter starts from
         for _ in range(6):
             story.advance()
             log.step(story)
@@ -54,7 +54,8 @@ def main():
         log.globals["endings_seen"] = 1
         print("played:", log.history(), "courage", story.courage)
 
-        # Load the slot: checkpoint at line 4, then 2 replayed steps.
+        # Load the slot: checkpoint at line 4, then 2 replayed steps. The restored
+        # state is already recorded at the bookmark: advance, then step.
         story = log.restore(log.bookmarks["before-the-gate"].position, replay=replay)
         print("loaded slot at line", story.line, "courage", story.courage)
         story.advance("flee")

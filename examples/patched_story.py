@@ -33,15 +33,15 @@ V2 = {
 
 
 class Story:
-    """The state handed to the log at line i is the state *before* line i runs."""
+    """The log holds, at step i of a node, the state *before* line i runs: the state a
+    node starts from goes to ``enter``, and each line's result to ``step`` once it ran."""
 
     def __init__(self, log, script):
         self.log, self.script, self.state = log, script, None
 
     def enter(self, node):
-        self.log.enter(node)
         self.state = {"node": node, "shown": []}
-        self.log.step(self.state)
+        self.log.enter(node, state=self.state)          # step 0: before the first line
 
     def next(self):
         line = self.script[self.state["node"]][len(self.state["shown"])]

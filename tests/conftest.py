@@ -69,10 +69,23 @@ class CheckedSaver(Saver):
         return direct
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--full", action="store_true",
+        help="run the whole suite: the tests marked slow too (without it, and without "
+             "-m, `python -m pytest` runs the fast tier, -m 'not slow'); .ci/run uses it")
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "one_save_engine: the test's graph changes while it is being saved (an "
         "adversarial __reduce__), so a second walk of it cannot be compared with the first")
+    config.addinivalue_line(
+        "markers", "slow: in the full run only (--full): long property runs, subprocess "
+        "builds, mypy, whole-package codegen; the fast tier keeps a test of every module")
+    # The fast tier is the default; an explicit -m (say -m slow) is the user's choice.
+    if not config.getoption("--full") and not config.option.markexpr:
+        config.option.markexpr = "not slow"
 
 
 @pytest.fixture(autouse=True)

@@ -78,6 +78,7 @@ def check_holds_a_whole_graph(target, allowed, size=30_000):
     return loaded["n"]
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_instants_leaves_old_or_new_and_the_next_save_cleans_up(tmp_path):
     target = tmp_path / "slot1.sav"
     autosave.save(target, graph(0))
@@ -112,6 +113,7 @@ def test_sigkill_at_random_instants_leaves_old_or_new_and_the_next_save_cleans_u
     check_holds_a_whole_graph(target, {current + 1})
 
 
+@pytest.mark.slow
 def test_concurrent_saves_of_one_slot_never_remove_each_others_files(tmp_path):
     target = tmp_path / "slot.sav"
     autosave.save(target, graph(0, size=100))

@@ -26,6 +26,7 @@ def chain(n):
     return head
 
 
+@pytest.mark.slow
 def test_million_node_linked_list_round_trips():
     n = 1_000_000
     back = autosave.loads(autosave.dumps(chain(n)))
@@ -47,6 +48,7 @@ def test_deep_chain_beats_recursion_limit_where_pickle_fails():
     assert back.next.next.value == 3
 
 
+@pytest.mark.slow
 def test_deeply_nested_lists():
     outer = inner = []
     for _ in range(200_000):

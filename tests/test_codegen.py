@@ -3,6 +3,7 @@ tool keeps it honest (staleness, fingerprints, errors with file:line)."""
 
 import json
 import os
+import re
 import pathlib
 import subprocess
 import sys
@@ -122,6 +123,7 @@ def test_generated_and_reflective_paths_give_identical_bytes_and_graphs(make, mo
     assert direct_bytes(generated_copy) == data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codegen", ["1", "0"])
 @pytest.mark.parametrize("make", [lambda: game.build_level(seed=3, n_npcs=40),
                                   lambda: bench_graphs.world_graph(3000)])
@@ -182,6 +184,7 @@ def test_property_classes_get_generated_code_when_hashed_by_value():
         assert "in batches" in autosave.schema.schema_of(cls).why_not_generated
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=list(
     graphs_under_test.SETTINGS["suppress_health_check"]))
 @given(graphs_under_test.graph_specs(max_nodes=14))
@@ -245,6 +248,7 @@ def run(tmp_path, args, env=None, code=None):
                           timeout=120)
 
 
+@pytest.mark.slow
 def test_generate_check_and_stale_fallback(tmp_path):
     pkg = make_package(tmp_path, V1)
     made = run(tmp_path, [pkg])
@@ -267,6 +271,8 @@ def test_generate_check_and_stale_fallback(tmp_path):
     assert stale.returncode == 0, stale.stderr
     assert stale.stderr.count("StaleGeneratedCodeWarning") == 1
     assert f"{pkg}.model.Hero" in stale.stderr and "saving it by reflection" in stale.stderr
+    # attributed to the game's line that saved (here the -c program), not to importlib
+    assert re.search(r"^<string>:\d+: StaleGeneratedCodeWarning", stale.stderr, re.M), stale.stderr
 
     strict = run(tmp_path, [], env={"AUTOSAVE_STRICT": "1"}, code=PROBE.format(pkg=pkg))
     assert strict.returncode != 0
@@ -302,10 +308,12 @@ def test_a_generated_module_that_no_longer_imports_is_stale(tmp_path):
     warned = run(tmp_path, [], code=probe)
     assert warned.returncode == 0, warned.stderr
     assert "StaleGeneratedCodeWarning" in warned.stderr and "cannot be imported" in warned.stderr
+    assert re.search(r"^<string>:\d+: StaleGeneratedCodeWarning", warned.stderr, re.M), warned.stderr
     strict = run(tmp_path, [], env={"AUTOSAVE_STRICT": "1"}, code=probe)
     assert strict.returncode != 0 and "StaleGeneratedCodeError" in strict.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body, expect", [
     ('''
      @autosave.save_root
@@ -333,6 +341,7 @@ def test_a_class_it_cannot_handle_is_reported_with_file_and_line(tmp_path, body,
     assert not (tmp_path / pkg / "autosave_manifest.json").exists()
 
 
+@pytest.mark.slow
 def test_a_plain_module_needs_out(tmp_path):
     (tmp_path / "single_module_game.py").write_text("import autosave\n")
     made = run(tmp_path, ["single_module_game"])
@@ -342,6 +351,7 @@ def test_a_plain_module_needs_out(tmp_path):
     assert (tmp_path / "gen" / "_autosave_generated.py").exists()
 
 
+@pytest.mark.slow
 def test_compiled_generated_module_gives_the_same_bytes(tmp_path):
     pytest.importorskip("Cython")
     pkg = make_package(tmp_path, V1)
@@ -413,6 +423,7 @@ except StopIteration as e:
 '''
 
 
+@pytest.mark.slow
 def test_coroutines_are_generated_ahead_of_time_and_run_without_source(tmp_path):
     pkg = make_package(tmp_path, PATROL_V1)
     made = run(tmp_path, [pkg])
@@ -442,6 +453,7 @@ def test_coroutines_are_generated_ahead_of_time_and_run_without_source(tmp_path)
     assert "['b', 'c']" in loaded.stdout and "returned 3" in loaded.stdout
 
 
+@pytest.mark.slow
 def test_manifest_labels_keep_an_old_save_loading_after_an_edit(tmp_path):
     pkg = make_package(tmp_path, PATROL_V1)
     assert run(tmp_path, [pkg]).returncode == 0
@@ -469,6 +481,7 @@ def test_manifest_labels_keep_an_old_save_loading_after_an_edit(tmp_path):
     assert set(v1_labels[f"{pkg}.model.patrol"]["labels"]) == set(v2_labels[f"{pkg}.model.patrol"]["labels"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change, why", [
     (("_require_abi(4,", "_require_abi(3,"), "for interface version 3"),   # the last one
     (("uses=('type_index',", "uses=('memo', 'type_index',"), "does not offer (memo)"),
@@ -491,6 +504,7 @@ def test_generated_code_of_another_interface_is_refused_loudly(tmp_path, change,
     assert "StaleGeneratedCodeError" in strict.stderr and why in strict.stderr
 
 
+@pytest.mark.slow
 def test_generated_code_reaching_past_the_context_fails_the_save_loudly(tmp_path):
     """The context offers its operations and nothing else: code reaching for the
     engine's state (as generated code once did) is a SaveError with the object path,

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 import autosave
@@ -145,6 +146,7 @@ def test_a_class_saved_only_as_assets_adds_no_type_entry():
 
 # -- random packages --------------------------------------------------------------------------
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 12, **SETTINGS)
 @given(package_specs())
 def test_random_packages_generated_code_writes_the_reflective_bytes(spec):
@@ -170,6 +172,7 @@ def run_child(name, directory, seed, codegen="1"):
     return done.stdout.split()
 
 
+@pytest.mark.slow
 @settings(max_examples=max(3, FUZZ // 4), **SETTINGS)
 @given(package_specs(max_nodes=10))
 def test_random_packages_give_the_same_bytes_in_processes_with_other_hash_seeds(spec):

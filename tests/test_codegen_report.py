@@ -62,7 +62,8 @@ def test_the_run_reports_generated_and_reflective_classes_and_why(tmp_path):
     assert f"{m}.World.anything: is typed Any: anything may be there" in out
     assert "World.seen" not in out and "World.units" not in out      # these are followed
     assert "GameOver" not in out                  # an error is not game state
-    assert "hint: annotate the fields that hold them" in out
+    assert "hint: where a field holds instances of the game's classes, annotate it" in out
+    assert "a field holding a coroutine or other generator" in out   # not told to annotate
     assert f"batches    {m}.World" not in out     # listed only with --verbose
 
 

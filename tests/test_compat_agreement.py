@@ -264,6 +264,7 @@ def apply(pairs):
     return source
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("patch", PATCHES, ids=[p[0] for p in PATCHES])
 def test_check_and_verify_agree(release1, tmp_path, patch):
     name, rule, pairs, extra = patch

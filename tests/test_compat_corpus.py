@@ -148,6 +148,7 @@ def test_diff_names_changes_along_object_paths(tmp_path, capsys):
     assert "(first 1)" in out and "records by class" in out
 
 
+@pytest.mark.slow
 def test_diff_walks_a_deep_graph_without_recursion():
     head_a = head_b = None
     for i in range(30000):
@@ -190,6 +191,7 @@ def test_diff_never_imports_what_a_file_names(tmp_path):
 
 # -- the example ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_compat_example_judges_release_2_compatible():
     example = ROOT / "examples" / "compat"
     done = subprocess.run([sys.executable, str(example / "run.py")], capture_output=True,
@@ -201,6 +203,7 @@ def test_compat_example_judges_release_2_compatible():
     assert "root.stock[1]: item removed (was \"<asset 'items/potion'>\")" in done.stdout
 
 
+@pytest.mark.slow
 def test_compat_example_baseline_is_release_1_as_committed():
     example = ROOT / "examples" / "compat"
     code = ("import sys; from autosave.cli import main; "

@@ -261,6 +261,7 @@ def each(xs):
             assert rest, it
 
 
+@pytest.mark.slow
 def test_ten_thousand_suspended_coroutines(game):
     m = game(GUARD)
     guards = [m.Guard(f"g{i}") for i in range(10_000)]

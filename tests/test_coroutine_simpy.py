@@ -7,6 +7,7 @@ import inspect
 import pytest
 
 import autosave
+pytest.importorskip("simpy")  # noqa: E402 -- the full matrix installs it ('.[dev]')
 import simpy_model
 from modtools import fresh_name, load_module, unload
 
@@ -74,6 +75,7 @@ def test_saved_and_loaded_at_many_points(uninterrupted):
     assert world.log == uninterrupted
 
 
+@pytest.mark.slow
 def test_saved_at_every_event(uninterrupted):
     world = simpy_model.build()
     steps = 0

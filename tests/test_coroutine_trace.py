@@ -540,6 +540,7 @@ ITERABLES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", ITERABLES)
 def test_for_over_iterables(make):
     for script in standard_scripts(count_steps(ITERATES, make), sends=None):
@@ -699,6 +700,7 @@ def test_for_over_another_coroutine(script):
     check(DELEGATE, "consumer(log, 3)", script)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", ["outer(log)", "two_levels(log)"])
 @pytest.mark.parametrize("exc", [ValueError, "Oops", KeyError, GeneratorExit])
 def test_yield_from_a_coroutine(make, exc):
@@ -803,6 +805,7 @@ EXPR_SENDS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", sorted(EXPR_SENDS))
 def test_yields_inside_expressions(make):
     sends = EXPR_SENDS[make]
@@ -1472,6 +1475,7 @@ def _game_root(m, log):
     return {"gen": m.game(log, items), "items": items}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", [
     [("next",)] * 7,
     [("next",), ("send", "raise"), ("do", _append), ("next",), ("next",), ("send", 1), ("next",),
@@ -1598,6 +1602,7 @@ LIVENESS_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", sorted(LIVENESS_CASES))
 @pytest.mark.parametrize("exc", [KeyError, GeneratorExit, "Oops"])
 def test_locals_needed_only_by_handlers_finally_or_later_steps_survive(make, exc):
@@ -1613,6 +1618,7 @@ def _items_root(m, log):
     return {"gen": m.param_unchanged(log, 3, items), "items": items}
 
 
+@pytest.mark.slow
 def test_an_unchanged_parameter_and_the_callers_list():
     for script in standard_scripts(count_steps(LIVENESS, _items_root)):
         check(LIVENESS, _items_root, script, restart=True)
@@ -1645,6 +1651,7 @@ PRECOMPILED_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PRECOMPILED_CASES))
 def test_precompiled_machines_behave_and_save_byte_identically(name):
     # A shipped build takes its state machines from the module autosave-codegen writes,

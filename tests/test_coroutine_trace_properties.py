@@ -154,6 +154,7 @@ def exprs(log):
 RICH_MAKES = ["worker(log, {'a': 2, 'b': 1, 'c': 3})", "chain(log)", "exprs(log)"]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(make=st.sampled_from(RICH_MAKES), script=scripts)
 def test_random_scripts_over_rich_generators(make, script):
@@ -319,6 +320,7 @@ def render(program):
     return Renderer().render(program)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(program=programs, script=scripts)
 def test_random_programs(program, script):
@@ -332,6 +334,7 @@ def test_random_programs(program, script):
         p.close()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(program=programs)
 def test_random_programs_run_to_completion(program):

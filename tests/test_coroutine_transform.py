@@ -102,6 +102,7 @@ def test_protocol_matches_a_native_generator(pair, script):
     assert ld == ln
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.sampled_from(["next", ("send", 2), ("send", "stop"), ("send", None),
                                  ("throw", KeyError), "close"]), max_size=10),

@@ -14,6 +14,7 @@ import weakref
 from pathlib import Path
 
 import attrs
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -177,6 +178,7 @@ def run_child(code, seed):
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_the_reported_shapes_give_the_same_bytes_in_eight_processes():
     code = CHILD.format(tests=str(TESTS))
     runs = [run_child(code, seed) for seed in (0, 1, 2, 3, 7, 42, 1234, 4294967295)]
@@ -250,6 +252,7 @@ def build(spec, rng):
     return objs[0]
 
 
+@pytest.mark.slow
 @settings(max_examples=max(150, FUZZ), derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(structures(), st.integers(0, 2 ** 32))
@@ -273,6 +276,7 @@ print(repr(out))
 """
 
 
+@pytest.mark.slow
 def test_random_structures_give_the_same_bytes_in_processes_with_other_hash_seeds():
     specs = []
 
@@ -370,6 +374,7 @@ def test_both_engines_write_the_same_bytes_for_every_shape():
         assert encode(*Saver().run(graph)) == reflective, name
 
 
+@pytest.mark.slow
 def test_digest_cost_is_linear_in_the_members_parts(monkeypatch):
     # A torus of linked cells in one set: every cell is on cycles with its neighbours,
     # so no digest can be reused between members, yet each traversal enters each cell
@@ -394,6 +399,7 @@ def test_digest_cost_is_linear_in_the_members_parts(monkeypatch):
     assert calls[0] <= 2000 + 5000 + 10
 
 
+@pytest.mark.slow
 def test_a_member_holding_a_million_long_chain_is_digested_without_recursion():
     chain = None
     for i in range(200_000):
@@ -439,6 +445,7 @@ weak_graphs = st.recursive(
     max_leaves=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=max(100, FUZZ), derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(weak_graphs, st.data())
@@ -469,6 +476,7 @@ def deep_graph(n):
     return [chain, nested, (chain, nested)]
 
 
+@pytest.mark.slow
 def test_overlapping_saves_in_threads_leave_the_recursion_limit_alone():
     import threading
     limit = sys.getrecursionlimit()

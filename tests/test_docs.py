@@ -19,6 +19,7 @@ def blocks():
             yield pytest.param(match.group(1), id=f"{doc.name}#{n}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", list(blocks()))
 def test_the_block_runs(tmp_path, code):
     program = tmp_path / "block.py"

@@ -143,6 +143,7 @@ def body_holding(value):
 
 # -- the encoders agree -------------------------------------------------------------------
 
+@pytest.mark.slow
 @needs_msgspec
 @settings(max_examples=FUZZ or 400, **SETTINGS)
 @given(bodies)
@@ -159,6 +160,7 @@ def test_msgspec_writes_msgpack_bytes_or_refuses_only_surrogates_and_wide_ints(v
     assert pack(value) == reference
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 300, **SETTINGS)
 @given(bodies)
 def test_every_body_decodes_to_what_was_encoded(value):
@@ -303,6 +305,7 @@ REAL_GRAPHS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codegen", ["1", "0"])
 @pytest.mark.parametrize("name", REAL_GRAPHS)
 def test_real_saves_are_byte_identical_with_either_encoder(name, codegen, monkeypatch):
@@ -317,6 +320,7 @@ def test_real_saves_are_byte_identical_with_either_encoder(name, codegen, monkey
     assert autosave.dumps(autosave.copy(root)) == data
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 60, **SETTINGS)
 @given(graphs_under_test.graph_specs(max_nodes=14))
 def test_random_graphs_save_to_the_same_bytes_with_either_encoder(spec):
@@ -329,6 +333,7 @@ def test_random_graphs_save_to_the_same_bytes_with_either_encoder(spec):
         fmt._fast_encode = fast
 
 
+@pytest.mark.slow
 def test_without_msgspec_installed_saves_are_the_same_bytes(tmp_path):
     # A fresh interpreter in which importing msgspec fails, as where the fast extra is
     # not installed: autosave encodes with msgpack alone and writes the same saves.

@@ -399,6 +399,7 @@ def class_source(fields, slots):
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 150, deadline=None, derandomize=not FUZZ,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(patches())

@@ -132,6 +132,7 @@ AUDIT_CHILD = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_no_resolvable_function_runs_during_a_load_in_any_callable_position(tmp_path):
     proc = subprocess.run([sys.executable, "-c", AUDIT_CHILD, str(HERE)],
                           capture_output=True, text=True, timeout=300)

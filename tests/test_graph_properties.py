@@ -179,6 +179,7 @@ FROZEN_KEY_BUG_SPEC = (["frozenset", "dictnode", "set", "fkey"],
                         [("ref", 0), ("atom", None)]])
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 250, **SETTINGS)
 @given(graph_specs())
 def test_random_graphs_round_trip_isomorphically(spec):
@@ -186,6 +187,7 @@ def test_random_graphs_round_trip_isomorphically(spec):
     check_roundtrip(graph)
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 80, **SETTINGS)
 @given(graph_specs(max_nodes=25))
 def test_larger_random_graphs_round_trip_isomorphically(spec):
@@ -193,6 +195,7 @@ def test_larger_random_graphs_round_trip_isomorphically(spec):
     check_roundtrip(graph)
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 250, **SETTINGS)
 @given(graph_specs(max_nodes=14))
 @example(FROZEN_KEY_BUG_SPEC)
@@ -202,6 +205,7 @@ def test_random_graphs_with_frozensets_on_cycles_round_trip(spec):
     check_roundtrip(graph)
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 60, **SETTINGS)
 @given(graph_specs(max_nodes=6))
 def test_entry_node_alone_round_trips(spec):
@@ -364,6 +368,7 @@ def garbage_left_by(operation):
             gc.enable()
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 60, **SETTINGS)
 @given(graph_specs(max_nodes=14))
 def test_nothing_of_a_save_or_a_load_outlives_the_call(spec):

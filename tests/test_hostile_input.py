@@ -325,6 +325,7 @@ def set_at(body, path, new):
     target[path[-1]] = new
 
 
+@pytest.mark.slow
 @settings(max_examples=500, **HYPOTHESIS)
 @given(st.sampled_from([SAMPLE, SMALL]), st.data())
 def test_random_structure_edits_raise_only_load_errors(data, draw):

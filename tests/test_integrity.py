@@ -130,6 +130,7 @@ def expect_truncation_error(data, end):
         assert type(info.value) is TruncatedSaveError and "truncated" in str(info.value)
 
 
+@pytest.mark.slow
 def test_every_bit_flip_and_truncation_of_a_rich_save_is_refused():
     data = autosave.dumps(format1_graphs.heroes() + [format1_graphs.stdlib()])
     assert len(data) > 4000
@@ -140,6 +141,7 @@ def test_every_bit_flip_and_truncation_of_a_rich_save_is_refused():
         expect_truncation_error(data, end)
 
 
+@pytest.mark.slow
 @settings(max_examples=max(40, FUZZ // 50), **SETTINGS)
 @given(graphs)
 def test_every_bit_flip_and_truncation_of_real_saves_is_refused(graph):
@@ -212,6 +214,7 @@ def test_thousands_of_random_corruptions_never_load_silently():
     assert refused > 4000
 
 
+@pytest.mark.slow
 @settings(max_examples=max(150, FUZZ // 10), **SETTINGS)
 @given(graphs, st.randoms(use_true_random=False))
 def test_random_corruptions_of_real_saves_never_load_silently(graph, rng):
@@ -266,6 +269,7 @@ def test_dumping_a_checkpoint_log_says_what_it_is(tmp_path, capsys):
 # -- format 1 ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", sorted(OLD_FORMATS))
 @pytest.mark.parametrize("name", sorted(format1_graphs.GRAPHS))
 def test_saves_of_older_formats_load_with_their_contents(name, version):

@@ -217,6 +217,7 @@ def test_merge_mixed_refuses_a_mask_that_does_not_match(k, mask, inline, refs):
         k["merge_mixed"](mask, inline, refs)
 
 
+@pytest.mark.slow
 def test_no_kernel_keeps_a_reference_to_what_it_was_given(k):
     """Leaks show as memory that stays traced after the results are dropped."""
     objs = [Node() for _ in range(50)]
@@ -489,6 +490,7 @@ cells = st.one_of(st.integers(-14, 14), st.integers(-14, 14).map(lambda i: [i]),
                                    [(1,)], 1.0, None, [None, 1]]))
 
 
+@pytest.mark.slow
 @needs_c
 @settings(max_examples=FUZZ or 200, **SETTINGS)
 @given(st.lists(st.lists(st.tuples(st.sampled_from(["alpha", "beta", "gamma", 1]),
@@ -578,6 +580,7 @@ forged_differences = st.lists(st.one_of(
     st.none(), st.text(max_size=2), st.just(2**63), st.just(-2**63)), max_size=30)
 
 
+@pytest.mark.slow
 @needs_c
 @settings(max_examples=FUZZ or 500, **SETTINGS)
 @given(forged_differences, st.integers(0, 8))
@@ -662,6 +665,7 @@ def run(code, **env):
                           timeout=120)
 
 
+@pytest.mark.slow
 def test_autosave_purepython_runs_the_python_loops_to_the_same_bytes():
     code = """
         import autosave

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow       # a child process importing four libraries (~10 s)
+
 HERE = Path(__file__).parent
 LIBRARIES = ("numpy", "pandas", "mesa", "networkx")
 

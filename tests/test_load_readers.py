@@ -21,6 +21,7 @@ compares with the same digest taken of the original graph.
 import os
 
 import attrs
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -255,6 +256,7 @@ def impossible(spec):
 FUZZ = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "0") or 0)
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 300, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(specs())

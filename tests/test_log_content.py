@@ -31,9 +31,8 @@ class Game:
 
     def enter(self, node):
         path = [] if self.state is None else self.state["path"] + [self.state["node"]]
-        self.log.enter(node)
         self.state = {"node": node, "path": path, "lines": []}
-        self.log.step(self.state)
+        self.log.enter(node, state=self.state)
 
     def can_advance(self):
         s = self.state
@@ -166,6 +165,7 @@ def check_upgraded(log, story, new, marks, moved, removed):
     assert not gone & set(log.reached)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data(), story=stories(), every=st.integers(1, 3), snapshots=st.booleans())
 def test_bookmarks_follow_their_lines_across_a_patch(tmp_path_factory, data, story, every,
@@ -300,8 +300,7 @@ def test_a_version_1_log_opens_with_content_and_follows_a_patch(tmp_path):
         assert log.restore(log.bookmarks["b"].position, replay=lambda s, n: (s, n)) == (state, 2)
     with CheckpointLog.open(path, content={"ch2": ["x"]}) as log:
         assert log.upgrade_report.lost == ["a", "b"] and not log.bookmarks
-        log.enter("ch2")
-        log.step({"hp": 9})
+        log.enter("ch2", state={"hp": 9})
         log.bookmark("c")
     with CheckpointLog.open(path, writable=False) as log:
         assert sorted(log.bookmarks) == ["c"] and log.restore(log.bookmarks["c"].position) == {

@@ -12,12 +12,10 @@ STORY = {"a": ["a0", "a1", "a2"], "b": ["b0", "b1"]}
 def profile(tmp_path):
     path = tmp_path / "p.log"
     with CheckpointLog.open(path, content=STORY) as log:
-        log.enter("a")
-        log.step({"i": 0})
+        log.enter("a", state={"i": 0})
         log.step({"i": 1})
         log.bookmark("a1")
-        log.enter("b")
-        log.step({"i": 0})
+        log.enter("b", state={"i": 0})
         log.bookmark("b0")
     return path
 

@@ -34,9 +34,10 @@ def replay_under(story):
 def play(log, story):
     """A session with branches, an entry from mid-node and a bookmark in each node."""
     def walk(node, upto, mark=None):
-        log.enter(node)
+        log.enter(node, state={"node": node, "lines": []})
         for i in range(upto):
-            log.step({"node": node, "lines": story[node][:i]})
+            if i:
+                log.step({"node": node, "lines": story[node][:i]})
             log.reached.add(story[node][i])
         if mark:
             log.bookmark(mark)
@@ -112,6 +113,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_kill_9_during_upgrades_leaves_a_log_that_opens(tmp_path, profile):
     """SIGKILL at arbitrary instants of a process upgrading the log over and over (each
     open after the first finds it upgraded; a killed first one leaves it old)."""
@@ -147,6 +149,7 @@ def exercise(path, content):
         pass
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data(), snapshots=st.booleans(), patched=st.booleans())
 def test_mutated_content_records_give_a_result_or_a_load_error(tmp_path_factory, data,
@@ -174,6 +177,7 @@ def test_mutated_content_records_give_a_result_or_a_load_error(tmp_path_factory,
     exercise(path, NEW if patched else OLD)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_mutated_bytes_of_an_upgraded_log(tmp_path_factory, data):

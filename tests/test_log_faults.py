@@ -92,6 +92,7 @@ def clean_calls(tmp_path):
     return ops.calls
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_fault_at_every_call_loses_nothing_flushed(tmp_path, kind):
     calls = clean_calls(tmp_path)

@@ -87,6 +87,7 @@ def two_commits(tmp_path):
     return path, after_a, path.read_bytes(), a, b
 
 
+@pytest.mark.slow
 def test_crash_at_every_byte_of_a_commit_keeps_the_previous_commit(two_commits, tmp_path):
     path, after_a, after_b, records_a, _ = two_commits
     end_a, end_b = len(after_a), len(after_b)
@@ -158,6 +159,7 @@ def chunk_spans(data, offset, block):
             pos += block - pos % block
 
 
+@pytest.mark.slow
 def test_flipped_byte_in_a_payload_is_reported_with_its_offset(two_commits, tmp_path):
     path, _, after_b, _, offsets_b = two_commits
     target = offsets_b[0]
@@ -187,6 +189,7 @@ def test_flipped_byte_in_older_metadata_fails_the_open(two_commits, tmp_path):
                 log.metadata()
 
 
+@pytest.mark.slow
 def test_damage_anywhere_in_the_last_commit_opens_at_the_one_before(two_commits, tmp_path):
     """Without ordered writes a crash can make a commit's superblock slot durable and
     not all of its data: any damaged byte of the last commit falls back to the previous
@@ -265,6 +268,7 @@ WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_instants_loses_nothing_committed(tmp_path):
     path = tmp_path / "killed.log"
     rng = random.Random(11)

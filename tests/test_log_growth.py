@@ -4,6 +4,7 @@ a history nested 100,000 deep opens, walks and prints without recursion."""
 
 import io
 
+import pytest
 from autosave import CheckpointLog
 from autosave.log.inspect import inspect_log
 from autosave.log.ops import SystemOps
@@ -30,6 +31,7 @@ def metadata_bytes(path, flushes, deltas_per_snapshot=64):
         return log.file.end - start
 
 
+@pytest.mark.slow
 def test_metadata_per_flush_is_amortised_constant(tmp_path):
     sizes = {n: metadata_bytes(tmp_path / f"{n}.log", n) for n in (1000, 2000, 4000)}
     # Each flush adds one bookmark to the state: with a snapshot every 64 flushes the
@@ -54,6 +56,7 @@ def test_snapshots_still_bound_what_opening_replays(tmp_path):
         assert replayed <= len(snapshot[1]["bookmarks"]) // 2 + 8, replayed
 
 
+@pytest.mark.slow
 def test_a_history_nested_100000_deep(tmp_path):
     path = tmp_path / "deep.log"
     depth = 100_000

@@ -144,6 +144,7 @@ def test_snapshots_keep_reopen_equal(path):
         assert (log.history(), {k: v.position for k, v in log.bookmarks.items()}) == expected
 
 
+@pytest.mark.slow
 def test_truncation_at_every_offset_of_the_last_commit(path, tmp_path):
     with CheckpointLog.open(path, checkpoint_every=2, block_size=256) as log:
         play(log, "ch1", 0, 3)
@@ -224,6 +225,7 @@ WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_sigkill_keeps_every_flushed_bookmark(path):
     rng = random.Random(8)
     reported = {}                                  # slot -> n, as reported flushed

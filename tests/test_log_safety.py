@@ -89,6 +89,7 @@ def real_log(tmp_path_factory):
 
 # -- byte-level mutations ----------------------------------------------------------------------
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_mutated_bytes_give_a_result_or_a_load_error(tmp_path_factory, real_log, data):
@@ -124,6 +125,7 @@ def test_mutated_bytes_give_a_result_or_a_load_error(tmp_path_factory, real_log,
         assert log.restore(log.position) == {"hp": 1}
 
 
+@pytest.mark.slow
 def test_every_single_bit_flip_of_a_real_log(tmp_path, real_log):
     """Exhaustive over the header and one bit per byte of the data, in one process."""
     rng = random.Random(5)
@@ -194,6 +196,7 @@ def edit(value, data, depth=0):
     return data.draw(ANY, label="replacement")
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data(), snapshots=st.booleans())
 def test_mutated_events_give_a_result_or_a_load_error(tmp_path_factory, data, snapshots):
@@ -344,6 +347,7 @@ def test_inspect_reads_each_record_once(tmp_path, capsys, monkeypatch):
     assert "bytes: checkpoints 3000 (105," in out and "screenshots 105," in out
 
 
+@pytest.mark.slow
 def test_inspect_of_every_cut_of_a_log(tmp_path, capsys, real_log):
     """A log cut anywhere: its history up to the last whole commit, or (within its
     header) a one-line error naming the offset."""

@@ -80,6 +80,7 @@ def test_a_memo_behaves_as_a_dict_keyed_by_id(ops):
     assert sorted(memo.items()) == sorted(model.items())
 
 
+@pytest.mark.slow
 def test_a_memo_holds_many_entries_through_its_growth():
     objs = [Node() for _ in range(200_000)]
     memo = Memo()

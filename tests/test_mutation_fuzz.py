@@ -115,6 +115,7 @@ def check_all(data, tmp_path, capsys):
             json.loads(out)
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 150, **SETTINGS)
 @given(st.data())
 def test_structure_edits(tmp_path, capsys, data):
@@ -133,6 +134,7 @@ def test_structure_edits(tmp_path, capsys, data):
     check_all(blob, tmp_path, capsys)
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ or 100, **SETTINGS)
 @given(st.lists(st.tuples(st.integers(0, len(SAMPLE) - 1), st.integers(0, 7)),
                 min_size=1, max_size=4), st.integers(0, len(SAMPLE)))

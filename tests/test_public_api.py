@@ -3,6 +3,7 @@ and pickle, a clean namespace, ``--version`` and ``python -m autosave``."""
 
 import copy
 import io
+import os
 import pickle
 import subprocess
 import sys
@@ -125,8 +126,36 @@ def test_the_namespace_shows_the_public_api_only():
 
 @pytest.mark.parametrize("argv", [["-m", "autosave", "--version"]])
 def test_version_and_python_dash_m(argv):
+    from autosave.kernels import IMPLEMENTATION
     out = subprocess.run([sys.executable, *argv], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.strip() == f"autosave {autosave.__version__}"
+    loops = "C loops" if IMPLEMENTATION == "C" else "pure-Python loops"
+    assert out.returncode == 0 and out.stdout.startswith(f"autosave {autosave.__version__} "
+                                                         f"({loops}")
+
+
+BLOCK_SPEEDUPS = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "autosave._speedups":
+            raise ImportError("not built")
+sys.meta_path.insert(0, Block())
+sys.argv = ["autosave", "--version"]
+from autosave.cli import main
+main()
+"""
+
+
+def test_version_says_when_the_pure_python_fallback_runs():
+    env = {k: v for k, v in os.environ.items() if k != "AUTOSAVE_PUREPYTHON"}
+    out = subprocess.run([sys.executable, "-c", BLOCK_SPEEDUPS], capture_output=True,
+                         text=True, env=env)
+    assert out.stdout.strip() == (f"autosave {autosave.__version__} (pure-Python loops: the "
+                                  f"C extension autosave._speedups was not built: reinstall "
+                                  f"with a C compiler)"), out.stderr
+    out = subprocess.run([sys.executable, "-m", "autosave", "--version"], capture_output=True,
+                         text=True, env={**env, "AUTOSAVE_PUREPYTHON": "1"})
+    assert "(pure-Python loops: AUTOSAVE_PUREPYTHON is set)" in out.stdout
 
 
 def test_python_dash_m_runs_the_command(tmp_path):

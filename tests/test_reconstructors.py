@@ -370,6 +370,7 @@ def corpus(tmp_path):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pure", ["", "1"], ids=["C-loops", "Python-loops"])
 def test_the_corpus_writes_nothing_imports_nothing_and_opens_nothing(tmp_path, pure,
                                                                      monkeypatch):

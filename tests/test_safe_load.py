@@ -91,6 +91,7 @@ SITES = ["partial-attrs", "partial-keywords", "partial-args", "exception-state",
          "reduce-listitems", "reduce-args", "enumerate"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", SITES)
 def test_the_shell_gadget_runs_nothing(tmp_path, site):
     marker = tmp_path / "pwned"
@@ -360,17 +361,20 @@ BOMBS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bomb", sorted(BOMBS))
 def test_resource_bombs_are_refused_within_budget(tmp_path, bomb):
     report = run_child(tmp_path, BOMBS[bomb]())
     assert report["outcome"] == "refused", report
 
 
+@pytest.mark.slow
 def test_deep_chains_of_types_cpython_frees_safely_still_load(tmp_path):
     report = run_child(tmp_path, deep_chain("tuple-list"))
     assert report["outcome"] == "loaded", report
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ["../../../../etc/passwd", "/etc/localtime", "Nowhere/Atlantis",
                                  "UTC\x00", ""])
 def test_zoneinfo_keys_import_nothing(tmp_path, key):

@@ -9,6 +9,8 @@ import re
 import textwrap
 import socket
 import struct
+import sys
+import subprocess
 import threading
 from pathlib import Path
 
@@ -442,6 +444,98 @@ def test_a_plain_generator_loads_once_decorated(tmp_path, monkeypatch):
     assert next(autosave.copy(gen)) == 2
 
 
+# -- a load in a process that has not imported the game (plans.py) --------------------------
+
+GAME_PACKAGE = {
+    "__init__.py": "",
+    "world.py": """
+        import attrs, autosave
+
+        @autosave.save_root
+        @attrs.define
+        class Level:
+            name: str
+    """,
+}
+
+
+def run_python(tmp_path, code):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("allow_first", [False, True])
+def test_loading_before_importing_the_game_names_the_module_once(tmp_path, allow_first):
+    package = fresh_name("mygame")
+    (tmp_path / package).mkdir()
+    for file, source in GAME_PACKAGE.items():
+        (tmp_path / package / file).write_text(textwrap.dedent(source))
+    saved = run_python(tmp_path, f"""
+        import autosave, {package}.world as w
+        autosave.save("slot.sav", w.Level("gate"))
+    """)
+    assert saved.returncode == 0, saved.stderr
+    allow = f"autosave.allow({package!r})" if allow_first else ""
+    refused = run_python(tmp_path, f"""
+        import autosave
+        {allow}
+        try:
+            autosave.load("slot.sav")
+        except autosave.LoadError as e:
+            print(type(e).__name__, e)
+    """)
+    kind, _, message = refused.stdout.strip().partition(" ")
+    assert kind == ("IncompatibleSaveError" if allow_first else "UntrustedTypeError"), message
+    fix = re.search(r"\(import ([\w.]+), if that is where it is defined\)", message).group(1)
+    assert fix == f"{package}.world"
+    loaded = run_python(tmp_path, f"""
+        import autosave
+        {allow}
+        import {fix}
+        print(autosave.load("slot.sav"))
+    """)
+    assert loaded.returncode == 0 and "Level(name='gate')" in loaded.stdout, loaded.stderr
+    # (A stranger's name keeps "outside the allowed namespaces; nothing was imported":
+    # tests/test_trust.py.)
+
+
+def test_a_coroutine_defined_in_a_function_first_fix_move_it(tmp_path, monkeypatch):
+    # @autosave.coroutine compiles from the function's source: real files
+    monkeypatch.syspath_prepend(str(tmp_path))
+    v1, v2 = fresh_name(), fresh_name()
+    (tmp_path / f"{v1}.py").write_text(textwrap.dedent("""
+        import autosave
+        def make_guard(post):
+            @autosave.coroutine
+            def patrol(steps):
+                while True:
+                    steps += 1
+                    yield (post, steps)
+            return patrol(0)
+    """))
+    brain = importlib.import_module(v1).make_guard("gate")
+    next(brain)
+    message = save_error([brain])
+    assert ("move the @autosave.coroutine function to module level, passing what it used "
+            "from make_guard as arguments") in message and "saveable" not in message
+    (tmp_path / f"{v2}.py").write_text(textwrap.dedent("""
+        import autosave
+        @autosave.coroutine
+        def patrol(post, steps):
+            while True:
+                steps += 1
+                yield (post, steps)
+
+        def make_guard(post):
+            return patrol(post, 0)
+    """))
+    autosave.allow(v2)
+    brain = importlib.import_module(v2).make_guard("gate")
+    next(brain)
+    assert next(autosave.loads(autosave.dumps([brain]))[0]) == ("gate", 2)
+
+
 # Advice a save error gives, per module, with the test above that follows it. A new
 # advice string fails this test until a test following it is added here.
 ADVICE = {
@@ -449,7 +543,10 @@ ADVICE = {
                   "assign the lambda": "test_a_lambda_in_a_module_body_is_not_told_to_move_to_module_level",
                   "keep the name bound": "test_a_rebound_module_level_function_says_so",
                   "bound to its name": "test_a_closure_whose_outer_function_was_replaced_says_so",
-                  "write it in the module's source": "test_a_function_made_by_exec_is_not_told_to_move"},
+                  "write it in the module's source": "test_a_function_made_by_exec_is_not_told_to_move",
+                  "move the @autosave.coroutine function to module level":
+                      "test_a_coroutine_defined_in_a_function_first_fix_move_it"},
+    "plans.py": {"call autosave.allow(": "test_loading_before_importing_the_game_names_the_module_once"},
     "registry.py": {"call autosave.allow(": "test_a_class_outside_the_allowed_namespaces_loads_once_allowed",
                     "move it to module level": "test_a_class_defined_in_a_function_follows_either_fix",
                     "keep it bound to that name": "test_a_class_whose_name_was_rebound_follows_either_fix"},

@@ -57,10 +57,12 @@ def check_contents(wheel):
     assert not missing, f"cited, not shipped: {missing}"
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_codegen_docs_and_py_typed(tmp_path):
     check_contents(build(tmp_path, "--no-build-isolation"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("AUTOSAVE_SLOW_TESTS"),
                     reason="builds in an isolated environment; AUTOSAVE_SLOW_TESTS=1 runs it")
 def test_an_installed_wheel_prints_its_docs_and_runs_codegen(tmp_path):

@@ -20,6 +20,7 @@ import types
 
 from ..adapters.base import ADAPTERS_BY_TYPE, Adapter, register_adapter
 from ..adapters.callables import GLOBAL
+from ..advice import local_coroutine
 from ..errors import FormatError, IncompatibleSaveError, SaveError
 from ..loadcheck import class_attribute
 from ..reconstructors import PASSIVE_ITERATORS
@@ -39,6 +40,8 @@ class CoroutineAdapter(Adapter):
         if state == RUNNING:
             raise SaveError(f"coroutine {obj.__qualname__}() is running: the save was taken "
                             f"inside its own step; save between steps")
+        if "<locals>" in spec.ref.__qualname__:
+            raise SaveError(local_coroutine(spec.ref.__module__, spec.ref.__qualname__))
         out = [spec.ref, spec.labels[state]]
         d = obj.__dict__
         for saved, attr in spec.saved[state]:

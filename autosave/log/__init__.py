@@ -9,10 +9,10 @@ the fingerprints of the game's content and the upgrade of a history to changed c
 """
 
 from ..errors import (LogClosedError, LogForkedError, LogPoisonedError, LogUnusableError,
-                      ReadOnlyLogError)
+                      ReadOnlyLogError, StepOrderError)
 from .file import LogFile, LogLockedError
 from .history import Bookmark, CheckpointLog, NodeRecord, Position
 
 __all__ = ["Bookmark", "CheckpointLog", "LogClosedError", "LogFile", "LogForkedError",
            "LogLockedError", "LogPoisonedError", "LogUnusableError", "NodeRecord", "Position",
-           "ReadOnlyLogError"]
+           "ReadOnlyLogError", "StepOrderError"]

@@ -126,7 +126,10 @@ class StepMap:
         self.surviving = [i for i, j in enumerate(self.to_new) if j is not None]
 
     def exact(self, step):
-        """The new index of old step ``step``, or None if it was removed."""
+        """The new index of old step ``step``, or None if it was removed. The step
+        after the last line (the node played to its end) is the new node's end."""
+        if step == len(self.to_new) and self.new_count:
+            return self.new_count
         return self.to_new[step] if 0 <= step < len(self.to_new) else None
 
     def before(self, step):
@@ -135,6 +138,8 @@ class StepMap:
         state, which no step changes); -1 if the new content has no step."""
         if self.new_count == 0:
             return -1
+        if step == len(self.to_new):
+            return self.new_count
         k = bisect_right(self.surviving, step)
         return self.to_new[self.surviving[k - 1]] if k else 0
 

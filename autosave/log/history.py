@@ -21,10 +21,10 @@ from typing import Any, Self
 
 import attrs
 
-from ..errors import CorruptLogError, ReadOnlyLogError
+from ..errors import CorruptLogError, ReadOnlyLogError, StepOrderError
 from ..files import dumps
 from .file import PAYLOAD, LogFile
-from .content import Content, Report, Table, check_restorable, is_branch, plan
+from .content import HASH_SIZE, Content, Report, Table, check_restorable, is_branch, plan
 from .records import compress_checkpoint, load_checkpoint, pack_checkpoints
 from .replay import Replay
 
@@ -40,6 +40,16 @@ ContentSource = Mapping[str, Iterable[StepKey]] | Callable[[str], Iterable[StepK
 Replayer = Callable[[Any, int], Any]
 # What msgpack can write: a key outside this range would make every later flush fail.
 _INT_RANGE = range(-2 ** 63, 2 ** 64)
+
+
+class _NoState:
+    """enter() without the state the node starts from (None is a state like any other)."""
+
+    def __repr__(self):
+        return "<no state>"
+
+
+_NO_STATE: Any = _NoState()
 
 
 def _check_key(key, what):
@@ -147,6 +157,7 @@ class CheckpointLog:
         self._current = None         # NodeRecord
         self._step = None            # current step in it (first_step - 1 before the first)
         self._reentered = False      # entered an existing record: its first step is reused
+        self._bare = False           # enter() was not given the state the node starts from
         self._content = Table()      # content fingerprints (content.py)
         self._source = None
         self.upgrade_report: Report | None = None   # what opening with ``content`` changed (content.Report)
@@ -227,9 +238,15 @@ class CheckpointLog:
 
     # -- play -----------------------------------------------------------------------------
 
-    def enter(self, node: str, key: NodeKey = None) -> Position:
+    def enter(self, node: str, key: NodeKey = None, *, state: Any = _NO_STATE) -> Position:
         """Begin node ``node``; ``key`` tells apart entries with different variables.
-        A log opened with content refuses (ValueError) a node the content lacks."""
+
+        ``state``: the state the node starts from, before its first line runs. It is
+        recorded as the node's step 0, and each later ``step(state)`` is called after a
+        line ran: the *i*-th holds the state after line *i - 1*, before line *i*, which
+        is what a content patch needs (docs/log.md). A log opened with ``content``
+        requires it (StepOrderError) and refuses (ValueError) a node the content lacks.
+        Without ``state`` the game's first ``step()`` is the node's step 0."""
         self.file.check_writable()
         if not isinstance(node, str) or not node:
             raise TypeError(f"a node name is a non-empty str, not {node!r}")
@@ -239,6 +256,19 @@ class CheckpointLog:
         node = str(node)
         if self._source is not None:
             self._declare(node)
+        self._enter(node, key)
+        self._bare = False
+        if state is _NO_STATE:
+            self._bare = True
+        else:
+            try:
+                self.step(state)
+            except BaseException:
+                self._bare = True        # a state that could not be recorded is no start
+                raise
+        return self.position
+
+    def _enter(self, node, key):
         parent = self._current
         siblings = parent.children if parent is not None else self.roots
         for rid in siblings:
@@ -246,20 +276,25 @@ class CheckpointLog:
             if record.name == node and record.key == key and record.first_step == 0 and (
                     parent is None or record.parent_step == self._step):
                 self._current, self._step, self._reentered = record, -1, True
-                return self.position
+                return
         record = self._new_record(node, key, parent, 0)
         self._current, self._step, self._reentered = record, -1, False
-        return self.position
 
     def step(self, state: object, checkpoint: bool | None = None) -> Position:
-        """One step reached with game state ``state``. A checkpoint is written at a
-        record's first step, every ``checkpoint_every`` steps, or when ``checkpoint`` is
-        True (never when it is False, except at a record's first step)."""
+        """One step of play ran and reached game state ``state``: call it after each line
+        (after ``enter(node, state=...)`` recorded the state the node starts from, and
+        after ``restore()``, whose state is already recorded: advance first). A
+        checkpoint is written at a record's first step, every ``checkpoint_every``
+        steps, or when ``checkpoint`` is True (never when it is False, except at a
+        record's first step)."""
         self.file.check_writable()
         record = self._current
         if record is None:
             raise RuntimeError("step() before enter(): there is no node to step in")
         nxt = self._step + 1
+        if self._source is not None:
+            self._check_order(record, nxt)
+        self._bare = False
         branch = nxt <= record.last_step
         if branch and self._reentered and nxt == record.first_step:
             self._step, self._reentered = nxt, False         # the same start, reached again
@@ -282,6 +317,27 @@ class CheckpointLog:
             self._events.append(["checkpoint", record.id, nxt, offset])
         return self.position
 
+    def _check_order(self, record, nxt):
+        """Under content, step *i* must hold the state before line *i* (docs/log.md): a
+        first step after a bare enter() may hold the state after line 0, and a step past
+        the node's lines is one more than the content has (a duplicated step)."""
+        name = record.name
+        if self._bare:
+            raise StepOrderError(
+                f"node {name!r}: this log was opened with content, so the state a node "
+                f"starts from goes to enter(): log.enter({name!r}, state=<the state before "
+                f"its first line>), then log.step(state) after each line runs. A first "
+                f"step() after a bare enter() may hold the state after line 0, which a "
+                f"patch of that line would restore stale (docs/log.md)")
+        lines = len(self._source.hashes(name) or b"") // HASH_SIZE
+        if nxt > lines:
+            raise StepOrderError(
+                f"node {name!r} has {lines} lines in the content this log was opened "
+                f"with: its steps are 0 (the state it starts from) to {lines} (after its "
+                f"last line), and this would be step {nxt}. Call step() once per line "
+                f"that ran; after restore() the restored state is already recorded: "
+                f"advance before stepping (docs/log.md)")
+
     @property
     def position(self) -> Position | None:
         """The Position of the last step (step first_step - 1 right after enter)."""
@@ -291,6 +347,8 @@ class CheckpointLog:
 
     def restore(self, position: Position, replay: Replayer | None = None) -> Any:
         """The game state at ``position``; play continues from there (new steps branch).
+        That state is already recorded at ``position``: the game advances it, then calls
+        ``step()`` (stepping it again would record it twice).
 
         Loads the nearest checkpoint at or before the position, then calls
         ``replay(state, steps)``, which must re-execute ``steps`` steps without calling
@@ -323,6 +381,7 @@ class CheckpointLog:
                     f"pass replay=lambda state, steps: ... to re-execute them")
             state = replay(state, steps)
         self._current, self._step, self._reentered = record, position.step, False
+        self._bare = False
         return state
 
     def back(self, n: int = 1) -> Position:

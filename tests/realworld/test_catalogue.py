@@ -64,6 +64,7 @@ def round_trips(saved, loaded, side):
             and loaded[side][0] == "ok" and typed(loaded[side][1]) == typed(saved["used"][1]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", ENTRIES, ids=_id)
 def test_an_entry_saved_in_one_process_runs_on_alike_in_another(entry, outcomes):
     saved_all, loaded_all, seeds = outcomes

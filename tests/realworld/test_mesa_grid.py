@@ -71,6 +71,7 @@ def test_without_the_registered_reconstructor_a_grid_is_refused():
         register(grid.unpickle_gridcell, _check_gridcell, callables=(0,), source="autosave")
 
 
+@pytest.mark.slow
 def test_a_grid_model_loads_in_a_fresh_process_and_steps_on_alike(tmp_path):
     import json
     import os

@@ -135,6 +135,7 @@ SINGLE_FILE_GAME = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_single_file_game_in_main_loads_in_a_fresh_process_with_another_hash_seed(tmp_path):
     pytest.importorskip("numpy")
     script = tmp_path / "game.py"

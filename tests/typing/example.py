@@ -104,10 +104,9 @@ def main(path: str) -> None:
     with autosave.CheckpointLog.open(path + ".log", checkpoint_every=10,
                                      content={"chapter1": ["a", "b", 3]}) as log:
         assert_type(log, autosave.CheckpointLog)
-        position = log.enter("chapter1", key=None)
-        assert_type(position, autosave.Position)
         state = {"line": 0}
-        log.step(state)
+        position = log.enter("chapter1", key=None, state=state)
+        assert_type(position, autosave.Position)
         log.step(play(state, 1), checkpoint=True)
         mark = log.bookmark("slot1", description="Before the gate", screenshot=b"PNG")
         assert_type(mark, autosave.Bookmark)
