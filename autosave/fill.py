@@ -9,7 +9,6 @@ class plan's own fill, object by object, with the same checks as a record's.
 """
 
 from bisect import bisect_right
-from collections import deque
 from functools import partial
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import is_
@@ -196,8 +195,8 @@ class Filler:
             self.patch(j, list.__setitem__, (lists[owner], at), start + owner)
 
     def fill_dicts(self, dicts, columns, any_missing, start):
-        (lengths, _, _), (keys, key_index, _), (values, index, _) = columns
-        if key_index is not None:
+        (lengths, _, _), (keys, key_index, absent), (values, index, _) = columns
+        if key_index is not None or absent:
             raise FormatError("a dict's keys must be inline values")
         check_lengths(lengths, len(keys), "dicts")
         if len(values) != len(keys):
@@ -205,9 +204,7 @@ class Filler:
         for d, k in compress(zip(range(len(lengths)), accumulate(lengths, initial=0)),
                              map(FLOOD_MIN.__le__, lengths)):
             check_flood(keys[k:k + lengths[d]], "a dict")
-        keys_in, values_in = iter(keys), iter(values)
-        deque(map(dict.update, dicts, map(zip, map(islice, repeat(keys_in), lengths),
-                                          map(islice, repeat(values_in), lengths))), 0)
+        kernels.fill_dicts(dicts, lengths, keys, values)
         for owner, at, j in self.owners(lengths, self.waiting(values, index, any_missing)):
             key = keys[sum(lengths[:owner]) + at]
             self.patch(j, dict.__setitem__, (dicts[owner], key), start + owner)

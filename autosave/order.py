@@ -44,6 +44,10 @@ from .paths import reduce_value
 from .registry import REGISTRY, stable_name
 
 _pack_double = struct.Struct(">d").pack
+# ints within it are written in decimal, beyond it in hex (str() of a huge int is
+# quadratic, and refused past sys.int_info's digit limit); made once: a power of ten
+# this big costs tens of microseconds, which every int token paid when made per call
+_DECIMAL = 10 ** 4000
 
 
 def inline_token(v):
@@ -52,7 +56,7 @@ def inline_token(v):
     if cls is str:
         return "s" + v
     if cls is int:
-        return "i" + str(v) if -10 ** 4000 < v < 10 ** 4000 else "i" + hex(v)
+        return "i" + str(v) if -_DECIMAL < v < _DECIMAL else "i" + hex(v)
     if cls is float:
         return "f" + _pack_double(v).hex()
     if cls is bytes:
@@ -86,6 +90,8 @@ class SetOrder:
         self.stable = {}       # id -> digest that holds for the whole save
         self.keep = []         # objects made for digests (states, reduce parts) stay alive
                                # while their ids are keys of ``stable``
+        self.kinds = {}        # class -> dispatch.kind_of(class), for this save: looked
+                               # up once per class, not per object digested
 
     def __call__(self, members):
         """The members of a set, in canonical order."""
@@ -148,7 +154,7 @@ class SetOrder:
         i = 0
         while i < len(nodes):
             obj = nodes[i]
-            key, children, unordered_from = parts_of(obj, keep)
+            key, children, unordered_from = parts_of(obj, keep, self.kinds)
             cell = cell_of(obj)
             depends = cell is not None and cell[0] is False      # a member in progress
             out = []
@@ -209,7 +215,7 @@ class SetOrder:
             node = todo.pop()
             if node.__class__ in INLINE:
                 continue
-            key, children, unordered_from = parts_of(node, keep)
+            key, children, unordered_from = parts_of(node, keep, self.kinds)
             for i, child in enumerate(children):
                 if child.__class__ in INLINE or child is ABSENT:
                     continue
@@ -326,10 +332,11 @@ def type_name(cls):
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def parts_of(obj, keep):
+def parts_of(obj, keep, kinds):
     """(type key, the values the walk saves for obj, index where unordered members
     start or None): what the digest of obj covers. Mirrors the walk's handlers; an
-    object the walk would refuse gets its type alone (the walk reports it)."""
+    object the walk would refuse gets its type alone (the walk reports it). ``kinds``:
+    the save's cache of ``dispatch.kind_of`` by class."""
     cls = obj.__class__
     if cls in REGISTRY.asset_classes:
         asset_id = REGISTRY.asset_id_of.get(id(obj))
@@ -349,13 +356,15 @@ def parts_of(obj, keep):
         keep.append(members)
         return "S" if cls is set else "F", members, 0
     try:
-        return _other_parts(cls, obj, keep)
+        kind = kinds.get(cls)
+        if kind is None:
+            kind = kinds[cls] = dispatch.kind_of(cls)
+        return _other_parts(cls, obj, keep, *kind)
     except Exception:
         return "?" + type_name(cls), (), None
 
 
-def _other_parts(cls, obj, keep):
-    kind, detail = dispatch.kind_of(cls)
+def _other_parts(cls, obj, keep, kind, detail):
     if kind == dispatch.ADAPTER:
         if isinstance(detail, WeakAdapter):      # entries depend on the whole walk
             return detail.name, (), None
