@@ -27,7 +27,8 @@ from itertools import chain, compress, repeat
 from operator import is_, itemgetter, not_
 from types import MemberDescriptorType
 
-from .format import ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES
+from .format import (ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES,
+                     inline_column)
 from . import dispatch
 from .adapters import ADAPTERS_BY_TYPE
 from .paths import placed, placed_cause
@@ -428,7 +429,7 @@ class Batches:
                     values = segments[0][1]     # taken in one step: as it is (a list or,
                     if len(segments) > 1:       # from a row per object, a tuple)
                         values = list(chain.from_iterable(v for _, v in segments))
-                    columns.append([COLUMN_INLINE, values])
+                    columns.append(inline_column(values))
                 elif kinds == {COLUMN_REFS}:
                     columns.append([COLUMN_REFS, self.differences([v for _, v in segments])])
                 else:

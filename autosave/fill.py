@@ -16,8 +16,8 @@ from operator import is_
 from . import kernels
 from .adapters import ADAPTERS_BY_NAME
 from .errors import FormatError
-from .format import (ABSENT, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES, check_lengths,
-                     merge_mixed)
+from .format import (ABSENT, COLUMN_CODED, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES,
+                     check_lengths, decoded_column, merge_mixed)
 from .limits import FLOOD_MIN, check_flood
 
 LIST_PLAN, DICT_PLAN = ADAPTERS_BY_NAME["builtins.list"], ADAPTERS_BY_NAME["builtins.dict"]
@@ -139,6 +139,9 @@ class Filler:
         of lists, tuples or dicts, whose inline values ``check_lengths`` checks are all
         ints, so they need no pass here."""
         kind = column[0]
+        if kind == COLUMN_CODED:               # from autosave.copy: a file's are decoded
+            column = decoded_column(column)
+            kind = COLUMN_INLINE
         size = len(column[1])
         if n is not None and size != n:
             raise FormatError(f"a column holds {size} values for {n} objects")
@@ -331,7 +334,7 @@ class Filler:
             entries = self.plans[batch[0]] in ENTRIES
             lengths = batch[2][1] if entries else None
             for column in islice(batch, 3 if entries else 2, None):
-                if column[0] == COLUMN_INLINE:
+                if column[0] == COLUMN_INLINE or column[0] == COLUMN_CODED:
                     continue
                 index = list(accumulate(column[-1]))
                 if column[0] != COLUMN_REFS:       # mixed: only where the mask says

@@ -214,6 +214,29 @@ def fill_dicts(dicts, lengths, keys, values):
                   map(islice, repeat(values_in), compress(lengths, lengths)))), 0)
 
 
+def code_strings(values):
+    """(strings, codes): the distinct strings of a column of strs, in the order first
+    met, and each value's position among them. TypeError for a value not an exact str."""
+    values = _sequence(values)
+    if not set(map(type, values)) <= {str}:
+        raise TypeError("code_strings codes strs")
+    code = {}
+    codes = list(map(code.setdefault, values, map(len, repeat(code))))
+    return list(code), codes
+
+
+def decode_codes(strings, codes):
+    """``[strings[c] for c in codes]``: a coded column's values, read from a file.
+    TypeError unless the strings are all exact strs; ValueError unless every code is an
+    exact int (not a bool) from 0 to ``len(strings) - 1``."""
+    if not set(map(type, strings)) <= {str}:
+        raise TypeError("a coded column's strings are strs")
+    if codes and (not set(map(type, codes)) <= {int} or min(codes) < 0
+                  or max(codes) >= len(strings)):
+        raise ValueError("a code outside the strings")
+    return list(map(strings.__getitem__, codes))
+
+
 def differences(cells, tail):
     """The differences of the indices the cells name, in order. A cell is a batch
     object's reference, an int v naming ``tail[v]`` (``-serial``: the save's tail maps
@@ -340,7 +363,7 @@ PURE = {name: globals()[name] for name in (
     "new_memo", "kinds", "first_kinds", "shapes", "slot_columns", "dict_columns", "split", "look_up",
     "look_up_ids", "file_all", "fill_missing", "list_columns", "differences", "resolve_refs",
     "merge_mixed", "fill_slots", "fill_attributes", "fill_lists", "group_kinds",
-    "inline_keyed", "dict_entries", "fill_dicts")}
+    "inline_keyed", "dict_entries", "fill_dicts", "code_strings", "decode_codes")}
 
 try:
     if os.environ.get("AUTOSAVE_PUREPYTHON"):

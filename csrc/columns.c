@@ -545,3 +545,53 @@ fail:
     Py_XDECREF(values);
     return NULL;
 }
+
+/* code_strings(values) -> (strings, codes): the distinct strings of a column of str,
+ * in the order first met, and each value's position among them (a coded column,
+ * docs/format.md). One dict lookup per value; hashing and comparing exact strs runs no
+ * Python code. TypeError for a value that is not an exact str. */
+PyObject *
+autosave_code_strings(PyObject *module, PyObject *values)
+{
+    PyObject *items = as_tuple(values), *table = NULL, *strings = NULL, *codes = NULL;
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    if ((table = PyDict_New()) == NULL || (strings = PyList_New(0)) == NULL
+            || (codes = PyList_New(n)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PyTuple_GET_ITEM(items, i);
+        if (!PyUnicode_CheckExact(s)) {
+            PyErr_SetString(PyExc_TypeError, "code_strings codes strs");
+            goto fail_filling;
+        }
+        PyObject *code = PyDict_GetItemWithError(table, s);     /* borrowed */
+        if (code == NULL) {
+            if (PyErr_Occurred())
+                goto fail_filling;
+            code = PyLong_FromSsize_t(PyList_GET_SIZE(strings));
+            if (code == NULL)
+                goto fail_filling;
+            int failed = PyDict_SetItem(table, s, code) < 0 || PyList_Append(strings, s) < 0;
+            Py_DECREF(code);                /* the table holds it */
+            if (failed)
+                goto fail_filling;
+        }
+        PyList_SET_ITEM(codes, i, Py_NewRef(code));
+        continue;
+    fail_filling:
+        for (Py_ssize_t j = i; j < n; j++)
+            PyList_SET_ITEM(codes, j, Py_NewRef(Py_None));
+        goto fail;
+    }
+    Py_DECREF(items);
+    Py_DECREF(table);
+    return Py_BuildValue("(NN)", strings, codes);
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(table);
+    Py_XDECREF(strings);
+    Py_XDECREF(codes);
+    return NULL;
+}

@@ -371,3 +371,42 @@ done:
     Py_XDECREF(dict_list);
     return result;
 }
+
+/* decode_codes(strings, codes) -> [strings[c] for c in codes], a coded column's values
+ * (read from a file: checked). TypeError unless strings is a list of exact strs;
+ * ValueError unless every code is an exact int (not a bool) from 0 to len(strings) - 1.
+ * Everything is checked before the result is made; nothing runs Python code. */
+PyObject *
+autosave_decode_codes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_Check(args[0]) || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "decode_codes(strings: list, codes: list)");
+        return NULL;
+    }
+    PyObject *strings = args[0], *codes = args[1];
+    Py_ssize_t m = PyList_GET_SIZE(strings), n = PyList_GET_SIZE(codes);
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (!PyUnicode_CheckExact(PyList_GET_ITEM(strings, j))) {
+            PyErr_SetString(PyExc_TypeError, "a coded column's strings are strs");
+            return NULL;
+        }
+    }
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *code = PyList_GET_ITEM(codes, i);
+        Py_ssize_t c = PyLong_CheckExact(code) ? PyLong_AsSsize_t(code) : -1;
+        if (c == -1 && PyErr_Occurred())
+            PyErr_Clear();
+        if (c < 0 || c >= m) {
+            for (Py_ssize_t j = i; j < n; j++)
+                PyList_SET_ITEM(out, j, Py_NewRef(Py_None));
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_ValueError, "a code outside the strings");
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, Py_NewRef(PyList_GET_ITEM(strings, c)));
+    }
+    return out;
+}

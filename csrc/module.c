@@ -40,6 +40,10 @@ static PyMethodDef methods[] = {
     {"dict_entries", autosave_dict_entries, METH_O, "[lengths, keys, values] of dicts."},
     {"fill_dicts", (PyCFunction)(void (*)(void))autosave_fill_dicts, METH_FASTCALL,
      "Set each dict's run of entries."},
+    {"code_strings", autosave_code_strings, METH_O,
+     "(strings, codes): the distinct strings of a column, and each value's position."},
+    {"decode_codes", (PyCFunction)(void (*)(void))autosave_decode_codes, METH_FASTCALL,
+     "A coded column's values: strings[code] of each code, checked."},
     {NULL, NULL, 0, NULL},
 };
 

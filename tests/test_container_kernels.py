@@ -1,5 +1,6 @@
 """The loops for plain containers in batches (autosave.kernels: group_kinds,
-inline_keyed, dict_entries, fill_dicts), in Python and in C, held to one contract
+inline_keyed, dict_entries, fill_dicts) and for coded columns (code_strings,
+decode_codes), in Python and in C, held to one contract
 (docs/speedups.md): same results or the same exception class, on generated inputs and
 on forged lengths and keys; no reference kept."""
 
@@ -19,7 +20,8 @@ except ImportError:
 
 FUZZ = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "0") or 0)
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
-NAMES = ("group_kinds", "inline_keyed", "dict_entries", "fill_dicts")
+NAMES = ("group_kinds", "inline_keyed", "dict_entries", "fill_dicts", "code_strings",
+         "decode_codes")
 IMPLEMENTATIONS = [pytest.param(kernels.PURE, id="Python"),
                    pytest.param({name: getattr(_speedups, name, None) for name in NAMES},
                                 id="C", marks=pytest.mark.skipif(
@@ -90,6 +92,34 @@ def test_fill_dicts_refuses_a_key_that_is_not_an_inline_value(k, keys):
     assert dicts == [{}]
 
 
+def test_code_strings_numbers_the_distinct_strings_in_order(k):
+    a = "".join(["x", "y"])                  # equal to "xy", another object
+    assert k["code_strings"](["xy", "b", a, "", "b"]) == (["xy", "b", ""], [0, 1, 0, 2, 1])
+    assert k["code_strings"](()) == ([], [])
+
+
+@pytest.mark.parametrize("values", [["a", 1], ["a", Key("b")], [None], ["a", b"a"]])
+def test_code_strings_refuses_what_is_not_a_str(k, values):
+    with pytest.raises(TypeError):
+        k["code_strings"](values)
+
+
+def test_decode_codes_gives_each_codes_string(k):
+    assert k["decode_codes"](["a", "b"], [1, 0, 1]) == ["b", "a", "b"]
+    assert k["decode_codes"]([], []) == []
+
+
+@pytest.mark.parametrize("strings, codes, error", [
+    (["a"], [1], ValueError), (["a"], [-1], ValueError), (["a"], [True], ValueError),
+    (["a"], [0.0], ValueError), (["a"], ["0"], ValueError), (["a"], [2**64], ValueError),
+    ([], [0], ValueError), (["a", 1], [0], TypeError), ([Key("a")], [], TypeError),
+    ([[0]], [0], TypeError),
+])
+def test_decode_codes_refuses_what_a_forged_file_may_hold(k, strings, codes, error):
+    with pytest.raises(error):
+        k["decode_codes"](strings, codes)
+
+
 def test_container_loops_keep_no_reference(k):
     # (not 20: CPython 3.11 keeps tuples of up to 20 items on a free list, which
     # tracemalloc counts as still traced)
@@ -103,11 +133,15 @@ def test_container_loops_keep_no_reference(k):
         k["dict_entries"](dicts)
         k["fill_dicts"]([{} for _ in range(4)], [1, 2, 0, 2], [1, 2, "a", None, b"b"],
                         objs[:5])
+        k["code_strings"](["a", "b", "a"] * 9)
+        k["decode_codes"](["a", "b"], [0, 1] * 13)
         for bad in (lambda: k["fill_dicts"]([{}], [1], [(1,)], [1]),
-                    lambda: k["dict_entries"]([{}, 1])):
+                    lambda: k["dict_entries"]([{}, 1]),
+                    lambda: k["code_strings"](["a"] * 30 + [1]),
+                    lambda: k["decode_codes"](["a"], [0] * 30 + [1])):
             try:
                 bad()
-            except TypeError:
+            except (TypeError, ValueError):
                 pass
             else:
                 raise AssertionError("a bad input was taken")
@@ -163,3 +197,23 @@ def test_fill_dicts_checks_what_a_forged_file_may_give(lengths, key_list, extra)
     py = [{} for _ in lengths]
     assert outcome(kernels.PURE["fill_dicts"], py, lengths, key_list, value_list) == result
     assert c == py
+
+
+@needs_c
+@settings(max_examples=FUZZ or 300, **SETTINGS)
+@given(st.lists(st.one_of(st.sampled_from(["a", "b", "", "\ud800"]), st.text(max_size=2),
+                          st.sampled_from([1, None, Key("a")])), max_size=30))
+def test_code_strings_agree(values):
+    assert outcome(kernels.PURE["code_strings"], values) == \
+        outcome(_speedups.code_strings, values)
+
+
+@needs_c
+@settings(max_examples=FUZZ or 300, **SETTINGS)
+@given(st.lists(st.one_of(st.text(max_size=2), st.sampled_from([1, None, Key("a")])),
+                max_size=5),
+       st.lists(st.one_of(st.integers(-2, 6), st.sampled_from([True, 1.0, "1", 2**64])),
+                max_size=12))
+def test_decode_codes_agree_on_forged_columns(strings, codes):
+    assert outcome(kernels.PURE["decode_codes"], strings, codes) == \
+        outcome(_speedups.decode_codes, strings, codes)
