@@ -124,6 +124,35 @@ class SetOrder:
         return out
 
     def digests(self, members):
+        """{id: digest} of the members (``graph_digests``). A member whose saved parts
+        are all inline values (a frozen dataclass of ints, a namedtuple of floats: the
+        common set member hashed by value) is a node with no edge there, alone in its
+        component: its digest is taken here directly, the same, without the graph."""
+        found, rest = {}, {}
+        keep, kinds, stable, cell_of = self.keep, self.kinds, self.stable, self.cell_of
+        for m in members:
+            parts = key, children, unordered_from = parts_of(m, keep, kinds)
+            tokens = [key]
+            for v in children:
+                if v.__class__ in INLINE:
+                    tokens.append(inline_token(v))
+                elif v is ABSENT:
+                    tokens.append("a")
+                else:
+                    rest[id(m)] = parts     # parts_of may run a __getstate__: once
+                    break
+            else:
+                if unordered_from is not None:
+                    tokens[unordered_from + 1:] = sorted(tokens[unordered_from + 1:])
+                digest = found[id(m)] = _hash(tokens)
+                cell = cell_of(m)
+                if cell is None or cell[0] is not False:     # not in progress: as
+                    stable[id(m)] = digest                   # graph_digests keeps it
+        if rest:
+            found.update(self.graph_digests([m for m in members if id(m) in rest], rest))
+        return found
+
+    def graph_digests(self, members, made=None):
         """{id: digest} of the members: a pure function of what they reach and of the
         walk's state (never of the order anything is met or computed in).
 
@@ -134,7 +163,8 @@ class SetOrder:
         (each round hashes an object's colour with its children's, until the number of
         colours stops growing), which sees the same structure the same way wherever it
         is entered. A member in progress is a node of its own (it is being ordered),
-        and in progress (its type) to everything referring to it.
+        and in progress (its type) to everything referring to it. ``made``: the parts
+        of members ``parts_of`` gave already, by id.
         """
         cell_of, stable, keep = self.cell_of, self.stable, self.keep
         index, nodes, keys, edges = {}, [], [], []
@@ -154,7 +184,8 @@ class SetOrder:
         i = 0
         while i < len(nodes):
             obj = nodes[i]
-            key, children, unordered_from = parts_of(obj, keep, self.kinds)
+            parts = made.pop(id(obj), None) if made else None
+            key, children, unordered_from = parts or parts_of(obj, keep, self.kinds)
             cell = cell_of(obj)
             depends = cell is not None and cell[0] is False      # a member in progress
             out = []
