@@ -214,14 +214,21 @@ def fill_dicts(dicts, lengths, keys, values):
                   map(islice, repeat(values_in), compress(lengths, lengths)))), 0)
 
 
-def code_strings(values):
+def code_strings(values, limit):
     """(strings, codes): the distinct strings of a column of strs, in the order first
-    met, and each value's position among them. TypeError for a value not an exact str."""
+    met, and each value's position among them; None when there are more than ``limit``
+    distinct ones (the C stops there). TypeError for a value not an exact str (the C:
+    one met before the limit is)."""
     values = _sequence(values)
-    if not set(map(type, values)) <= {str}:
-        raise TypeError("code_strings codes strs")
     code = {}
     codes = list(map(code.setdefault, values, map(len, repeat(code))))
+    if code and len(code) > limit:
+        stop = values.index(list(code)[max(limit, 0)])      # where the C stops
+        if not set(map(type, values[:stop + 1])) <= {str}:
+            raise TypeError("code_strings codes strs")
+        return None
+    if not set(map(type, values)) <= {str}:
+        raise TypeError("code_strings codes strs")
     return list(code), codes
 
 

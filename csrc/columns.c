@@ -546,13 +546,22 @@ fail:
     return NULL;
 }
 
-/* code_strings(values) -> (strings, codes): the distinct strings of a column of str,
- * in the order first met, and each value's position among them (a coded column,
- * docs/format.md). One dict lookup per value; hashing and comparing exact strs runs no
- * Python code. TypeError for a value that is not an exact str. */
+/* code_strings(values, limit) -> (strings, codes): the distinct strings of a column of
+ * str, in the order first met, and each value's position among them (a coded column,
+ * docs/format.md); None as soon as there are more than limit distinct ones. One dict
+ * lookup per value; hashing and comparing exact strs runs no Python code. TypeError
+ * for a value that is not an exact str (met before the limit is). */
 PyObject *
-autosave_code_strings(PyObject *module, PyObject *values)
+autosave_code_strings(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
+    if (nargs != 2 || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "code_strings(values, limit: int)");
+        return NULL;
+    }
+    Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *values = args[0];
     PyObject *items = as_tuple(values), *table = NULL, *strings = NULL, *codes = NULL;
     if (items == NULL)
         return NULL;
@@ -570,6 +579,15 @@ autosave_code_strings(PyObject *module, PyObject *values)
         if (code == NULL) {
             if (PyErr_Occurred())
                 goto fail_filling;
+            if (PyList_GET_SIZE(strings) >= limit) {      /* one more than limit */
+                for (Py_ssize_t j = i; j < n; j++)
+                    PyList_SET_ITEM(codes, j, Py_NewRef(Py_None));
+                Py_DECREF(items);
+                Py_DECREF(table);
+                Py_DECREF(strings);
+                Py_DECREF(codes);
+                Py_RETURN_NONE;
+            }
             code = PyLong_FromSsize_t(PyList_GET_SIZE(strings));
             if (code == NULL)
                 goto fail_filling;

@@ -83,7 +83,7 @@ PyObject *autosave_fill_attributes(PyObject *module, PyObject *const *args, Py_s
 PyObject *autosave_group_kinds(PyObject *module, PyObject *objs);
 PyObject *autosave_inline_keyed(PyObject *module, PyObject *dicts);
 PyObject *autosave_dict_entries(PyObject *module, PyObject *dicts);
-PyObject *autosave_code_strings(PyObject *module, PyObject *values);
+PyObject *autosave_code_strings(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* fill.c */
 PyObject *autosave_fill_dicts(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *autosave_decode_codes(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

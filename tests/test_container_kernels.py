@@ -94,14 +94,25 @@ def test_fill_dicts_refuses_a_key_that_is_not_an_inline_value(k, keys):
 
 def test_code_strings_numbers_the_distinct_strings_in_order(k):
     a = "".join(["x", "y"])                  # equal to "xy", another object
-    assert k["code_strings"](["xy", "b", a, "", "b"]) == (["xy", "b", ""], [0, 1, 0, 2, 1])
-    assert k["code_strings"](()) == ([], [])
+    assert k["code_strings"](["xy", "b", a, "", "b"], 3) == (["xy", "b", ""], [0, 1, 0, 2, 1])
+    assert k["code_strings"]((), 0) == ([], [])
+
+
+def test_code_strings_stops_past_the_limit():
+    assert k_none(["a", "b", "c", "a"], 2)
+    assert k_none(["a", "b", "c", 1], 2)          # stopped before the 1
+
+
+def k_none(values, limit):
+    return all(impl(values, limit) is None for impl in
+               (kernels.PURE["code_strings"], getattr(_speedups, "code_strings", None))
+               if impl is not None)
 
 
 @pytest.mark.parametrize("values", [["a", 1], ["a", Key("b")], [None], ["a", b"a"]])
 def test_code_strings_refuses_what_is_not_a_str(k, values):
     with pytest.raises(TypeError):
-        k["code_strings"](values)
+        k["code_strings"](values, 10)
 
 
 def test_decode_codes_gives_each_codes_string(k):
@@ -133,11 +144,12 @@ def test_container_loops_keep_no_reference(k):
         k["dict_entries"](dicts)
         k["fill_dicts"]([{} for _ in range(4)], [1, 2, 0, 2], [1, 2, "a", None, b"b"],
                         objs[:5])
-        k["code_strings"](["a", "b", "a"] * 9)
+        k["code_strings"](["a", "b", "a"] * 9, 10)
+        k["code_strings"]([f"s{i}" for i in range(30)], 10)
         k["decode_codes"](["a", "b"], [0, 1] * 13)
         for bad in (lambda: k["fill_dicts"]([{}], [1], [(1,)], [1]),
                     lambda: k["dict_entries"]([{}, 1]),
-                    lambda: k["code_strings"](["a"] * 30 + [1]),
+                    lambda: k["code_strings"](["a"] * 30 + [1], 10),
                     lambda: k["decode_codes"](["a"], [0] * 30 + [1])):
             try:
                 bad()
@@ -202,10 +214,11 @@ def test_fill_dicts_checks_what_a_forged_file_may_give(lengths, key_list, extra)
 @needs_c
 @settings(max_examples=FUZZ or 300, **SETTINGS)
 @given(st.lists(st.one_of(st.sampled_from(["a", "b", "", "\ud800"]), st.text(max_size=2),
-                          st.sampled_from([1, None, Key("a")])), max_size=30))
-def test_code_strings_agree(values):
-    assert outcome(kernels.PURE["code_strings"], values) == \
-        outcome(_speedups.code_strings, values)
+                          st.sampled_from([1, None, Key("a"), True, 1.0])), max_size=30),
+       st.integers(-1, 12))
+def test_code_strings_agree(values, limit):
+    assert outcome(kernels.PURE["code_strings"], values, limit) == \
+        outcome(_speedups.code_strings, values, limit)
 
 
 @needs_c
