@@ -292,7 +292,7 @@ def test_dump_reports_each_files_own_format_version(tmp_path, capsys):
     path = tmp_path / "new.sav"
     autosave.save(path, 7)
     assert cli_main(["dump", str(path)]) == 0
-    assert json.loads(capsys.readouterr().out)["format"] == 4
+    assert json.loads(capsys.readouterr().out)["format"] == 5
 
 
 def test_format1_truncations_are_still_format_errors():
