@@ -171,14 +171,14 @@ CODED_MIN = 32     # a column of strings is coded from this many values (docs/fo
 def inline_column(values):
     """The column of inline values as a body holds it: coded (each distinct string
     once, then an int per value) when every value is a str, there are at least
-    CODED_MIN, at most half as many distinct ones and at most half as many among
-    CODED_MIN of them spread evenly (``values[::len // CODED_MIN][:CODED_MIN]``); else
-    as they are."""
+    CODED_MIN, at most half as many distinct ones and at most three quarters of
+    CODED_MIN among CODED_MIN of them spread evenly
+    (``values[::len // CODED_MIN][:CODED_MIN]``); else as they are."""
     # CODED_MIN values spread evenly over the column tell a column of names (all
     # distinct: not worth a pass) from one of keys, so a column that will not be coded
     # costs next to nothing
-    if len(values) >= CODED_MIN and values[0].__class__ is str and 2 * len(
-            set(values[::len(values) // CODED_MIN][:CODED_MIN])) <= CODED_MIN:
+    if len(values) >= CODED_MIN and values[0].__class__ is str and 4 * len(
+            set(values[::len(values) // CODED_MIN][:CODED_MIN])) <= 3 * CODED_MIN:
         try:
             coded = kernels.code_strings(values, len(values) // 2)
         except TypeError:                  # not only strs
