@@ -27,7 +27,8 @@ from itertools import chain, compress, repeat
 from operator import is_, itemgetter, not_
 from types import MemberDescriptorType
 
-from .format import ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES
+from .format import (ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES,
+                     inline_column)
 from . import dispatch
 from .adapters import ADAPTERS_BY_TYPE
 from .paths import placed, placed_cause
@@ -51,14 +52,16 @@ class Batch:
     """The objects of one type entry, in discovery order, and their columns so far."""
     __slots__ = ("t", "objs", "serials", "done", "segments", "get", "lengths")
 
-    def __init__(self, t, nfields, get, lengths=False):
+    def __init__(self, t, nfields, get, lengths=0):
         self.t = t
         self.objs = []
         self.serials = []              # ranges of the serials of objs, in order
         self.done = 0                  # objects whose columns are taken
         self.segments = [[] for _ in range(nfields)]   # per column: [(kind, values)]
         self.get = get                 # objs -> one sequence per column
-        self.lengths = lengths         # the first column: lengths (len()'s ints)
+        # how many columns come first that hold inline values only: lengths (len()'s
+        # ints), and a dict batch's keys (its dicts are those keyed by inline values)
+        self.lengths = lengths
 
 
 class Batches:
@@ -116,10 +119,11 @@ class Batches:
                 return batch
             return shaped
         if cls is dict:
-            batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[dict]), 3, _dict_entry_columns, True)
+            batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[dict]), 3, self.loops.dict_entries,
+                          2)
         else:                          # lists, tuples: lengths, then the items
             batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[cls]), 2, self.loops.list_columns,
-                          True)
+                          1)
         self.all.append(batch)
         return batch
 
@@ -206,22 +210,26 @@ class Batches:
         class, else mentioned. ``classes``: the column's (a superset of theirs);
         ``keys``: the objs' memo keys, if a lookup made them."""
         # one class in the column (the common case): no pass to find the objects' own
-        kinds = list(classes) if len(classes) == 1 else self.loops.first_kinds(objs)
+        if len(classes) == 1:
+            self.meet_class(next(iter(classes)), objs, keys)
+            return
+        kinds, groups = self.loops.group_kinds(objs)
         if len(kinds) == 1:
             self.meet_class(kinds[0], objs, keys)
             return
-        classes = list(map(type, objs))
         # Classes filed in batches (decided already: ``decide_all``): each in bulk,
         # in the order met; the rest are walked in order (their handlers, and type
         # entries, made as they come).
         by_class = self.by_class
         rest = [cls for cls in kinds if cls not in by_class]
-        for cls in kinds:
+        for cls, group in zip(kinds, groups):
             if cls in by_class:
-                self.meet_class(cls, list(compress(objs, map(is_, classes, repeat(cls)))))
-        if rest:
+                self.meet_class(cls, group)
+        if len(rest) == 1:
+            self.walker.mention_in_order(groups[kinds.index(rest[0])])
+        elif rest:
             if len(rest) < len(kinds):
-                objs = list(compress(objs, map(set(rest).__contains__, classes)))
+                objs = list(compress(objs, map(set(rest).__contains__, map(type, objs))))
             self.walker.mention_in_order(objs)
 
     def batched(self, cls):
@@ -252,8 +260,8 @@ class Batches:
             fits = self.fits.get(cls)
             if fits is not None and not (      # only those that fit: see some_handler
                     cls is tuple and set(map(type, chain.from_iterable(objs))) <= self.plain):
-                fit = list(map(fits, objs))
-                if not all(fit):
+                fit = self.loops.inline_keyed(objs) if cls is dict else list(map(fits, objs))
+                if fit is not None and not all(fit):
                     self.add_all(batch, list(compress(objs, fit)))
                     self.walker.mention_in_order(list(compress(objs, map(not_, fit))))
                     return
@@ -285,7 +293,7 @@ class Batches:
             objs = batch.objs[batch.done:]
             batch.done = len(batch.objs)
             columns = zip(batch.segments, batch.get(objs))
-            if batch.lengths:          # ints, inline: no pass to find their types
+            for _ in range(batch.lengths):     # inline: no pass to find their types
                 segments, column = next(columns)
                 segments.append((COLUMN_INLINE, column))
             for segments, column in columns:
@@ -421,7 +429,7 @@ class Batches:
                     values = segments[0][1]     # taken in one step: as it is (a list or,
                     if len(segments) > 1:       # from a row per object, a tuple)
                         values = list(chain.from_iterable(v for _, v in segments))
-                    columns.append([COLUMN_INLINE, values])
+                    columns.append(inline_column(values))
                 elif kinds == {COLUMN_REFS}:
                     columns.append([COLUMN_REFS, self.differences([v for _, v in segments])])
                 else:
@@ -503,11 +511,6 @@ def _dict_columns(shape, loops):
     # an object whose attributes changed during the walk is an error (kernels)
     dict_columns = loops.dict_columns
     return lambda objs: dict_columns(objs, shape)
-
-
-def _dict_entry_columns(dicts):
-    return [list(map(len, dicts)), list(chain.from_iterable(dicts)),
-            list(chain.from_iterable(map(dict.values, dicts)))]
 
 
 def _inline_keys(d):

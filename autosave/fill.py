@@ -9,7 +9,6 @@ class plan's own fill, object by object, with the same checks as a record's.
 """
 
 from bisect import bisect_right
-from collections import deque
 from functools import partial
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import is_
@@ -17,8 +16,8 @@ from operator import is_
 from . import kernels
 from .adapters import ADAPTERS_BY_NAME
 from .errors import FormatError
-from .format import (ABSENT, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES, check_lengths,
-                     merge_mixed)
+from .format import (ABSENT, COLUMN_CODED, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES,
+                     check_lengths, decoded_column, merge_mixed)
 from .limits import FLOOD_MIN, check_flood
 
 LIST_PLAN, DICT_PLAN = ADAPTERS_BY_NAME["builtins.list"], ADAPTERS_BY_NAME["builtins.dict"]
@@ -140,6 +139,9 @@ class Filler:
         of lists, tuples or dicts, whose inline values ``check_lengths`` checks are all
         ints, so they need no pass here."""
         kind = column[0]
+        if kind == COLUMN_CODED:               # from autosave.copy: a file's are decoded
+            column = decoded_column(column)
+            kind = COLUMN_INLINE
         size = len(column[1])
         if n is not None and size != n:
             raise FormatError(f"a column holds {size} values for {n} objects")
@@ -196,8 +198,8 @@ class Filler:
             self.patch(j, list.__setitem__, (lists[owner], at), start + owner)
 
     def fill_dicts(self, dicts, columns, any_missing, start):
-        (lengths, _, _), (keys, key_index, _), (values, index, _) = columns
-        if key_index is not None:
+        (lengths, _, _), (keys, key_index, absent), (values, index, _) = columns
+        if key_index is not None or absent:
             raise FormatError("a dict's keys must be inline values")
         check_lengths(lengths, len(keys), "dicts")
         if len(values) != len(keys):
@@ -205,9 +207,7 @@ class Filler:
         for d, k in compress(zip(range(len(lengths)), accumulate(lengths, initial=0)),
                              map(FLOOD_MIN.__le__, lengths)):
             check_flood(keys[k:k + lengths[d]], "a dict")
-        keys_in, values_in = iter(keys), iter(values)
-        deque(map(dict.update, dicts, map(zip, map(islice, repeat(keys_in), lengths),
-                                          map(islice, repeat(values_in), lengths))), 0)
+        kernels.fill_dicts(dicts, lengths, keys, values)
         for owner, at, j in self.owners(lengths, self.waiting(values, index, any_missing)):
             key = keys[sum(lengths[:owner]) + at]
             self.patch(j, dict.__setitem__, (dicts[owner], key), start + owner)
@@ -334,7 +334,7 @@ class Filler:
             entries = self.plans[batch[0]] in ENTRIES
             lengths = batch[2][1] if entries else None
             for column in islice(batch, 3 if entries else 2, None):
-                if column[0] == COLUMN_INLINE:
+                if column[0] == COLUMN_INLINE or column[0] == COLUMN_CODED:
                     continue
                 index = list(accumulate(column[-1]))
                 if column[0] != COLUMN_REFS:       # mixed: only where the mask says

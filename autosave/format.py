@@ -15,8 +15,9 @@ from . import kernels
 from .errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
-VERSION = 4        # 4: batches; 3: ints beyond 64 bits inline (extension 1); 2: checksummed frame
-FRAMED = (2, 3, 4)  # the versions with a length and checksum in their header
+VERSION = 5        # 5: coded columns; 4: batches; 3: ints beyond 64 bits inline (extension 1);
+                   # 2: checksummed frame
+FRAMED = (2, 3, 4, 5)   # the versions with a length and checksum in their header
 # What a checkpoint log starts with (autosave.log.file.MAGIC; the log imports this
 # package's files module, so importing it from here would be a cycle).
 LOG_MAGIC = b"\x89ASVLOG\n"
@@ -162,8 +163,51 @@ INLINE_TYPES = frozenset((type(None), bool, int, float, str, bytes))
 WIDE_INT = 1                       # extension code of an int beyond 64 bits
 STATE_FIELDS = ("__getstate__",)   # the type-table fields of a class saved by __getstate__
 # How a batch's column holds its values (docs/format.md, "Batches").
-COLUMN_INLINE, COLUMN_REFS, COLUMN_MIXED = 0, 1, 2
-COLUMN_KINDS = (COLUMN_INLINE, COLUMN_REFS, COLUMN_MIXED)
+COLUMN_INLINE, COLUMN_REFS, COLUMN_MIXED, COLUMN_CODED = 0, 1, 2, 3
+COLUMN_KINDS = (COLUMN_INLINE, COLUMN_REFS, COLUMN_MIXED)    # what a reader hands on
+CODED_MIN = 32     # a column of strings is coded from this many values (docs/format.md)
+
+
+def inline_column(values):
+    """The column of inline values as a body holds it: coded (each distinct string
+    once, then an int per value) when every value is a str, there are at least
+    CODED_MIN, at most half as many distinct ones and at most three quarters of
+    CODED_MIN among CODED_MIN of them spread evenly
+    (``values[::len // CODED_MIN][:CODED_MIN]``); else as they are."""
+    # CODED_MIN values spread evenly over the column tell a column of names (all
+    # distinct: not worth a pass) from one of keys, so a column that will not be coded
+    # costs next to nothing
+    if len(values) >= CODED_MIN and values[0].__class__ is str and 4 * len(
+            set(values[::len(values) // CODED_MIN][:CODED_MIN])) <= 3 * CODED_MIN:
+        try:
+            coded = kernels.code_strings(values, len(values) // 2)
+        except TypeError:                  # not only strs
+            return [COLUMN_INLINE, values]
+        if coded is not None:
+            return [COLUMN_CODED, *coded]
+    return [COLUMN_INLINE, values]
+
+
+def decoded_column(column):
+    """A coded column as the inline column it stands for; a FormatError unless its
+    strings are strs and its codes ints inside them. (A file's are decoded by
+    ``check_batches``; ``autosave.copy`` hands the walk's columns to the loader as they
+    are, coded ones included.)"""
+    strings, codes = column[1], column[2]
+    try:
+        return [COLUMN_INLINE, kernels.decode_codes(strings, codes)]
+    except TypeError:
+        raise FormatError("a coded column's strings are not all str") from None
+    except ValueError:
+        raise FormatError(f"a coded column's codes are not ints from 0 to "
+                          f"{len(strings) - 1}") from None
+
+
+def _decoded(b, column):
+    try:
+        return decoded_column(column)
+    except FormatError as e:
+        raise FormatError(f"batch {b} has {str(e)[0].lower()}{str(e)[1:]}") from None
 
 
 class _ExtHook:
@@ -231,16 +275,18 @@ def decode(data):
             closes_cycle[i] = 1
         if t >= ntypes:
             raise FormatError(f"record {i} names type {t}, the type table has {ntypes}")
-    check_batches(batches, ntypes, len(data))
+    check_batches(batches, ntypes, len(data), coded=version >= 5)
     return types, records, root, ext_hook.unset, closes_cycle, batches
 
 
-def check_batches(batches, ntypes, size):
+def check_batches(batches, ntypes, size, coded=True):
     """The shape of every batch: [type index, count, [kind, values]...] (what each
     column must hold is the loader's to check, with the type's fields), and its count
     bounded by what the bytes hold, before anything is allocated for it: the first
     column holds one value per object, and batches with no column (classes with no
-    saved field) hold no more objects, together, than the save has bytes."""
+    saved field) hold no more objects, together, than the save has bytes. Coded columns
+    (``coded``: the version has them) are turned into the inline columns they stand
+    for, here, so no other reader meets one."""
     empty = 0
     for b, batch in enumerate(batches):
         if (type(batch) is not list or len(batch) < 2 or type(batch[0]) is not int
@@ -251,7 +297,12 @@ def check_batches(batches, ntypes, size):
             raise FormatError(f"batch {b} names type {batch[0]}, the type table has {ntypes}")
         if batch[1] < 1:
             raise FormatError(f"batch {b} holds {batch[1]} objects; a batch holds at least one")
-        for column in islice(batch, 2, None):
+        for c, column in enumerate(islice(batch, 2, None), 2):
+            if coded and type(column) is list and len(column) == 3 \
+                    and type(column[0]) is int and column[0] == COLUMN_CODED \
+                    and type(column[1]) is list \
+                    and type(column[2]) is list:
+                column = batch[c] = _decoded(b, column)
             if type(column) is not list or not column or type(column[0]) is not int or not (
                     len(column) == 2 and column[0] in (COLUMN_INLINE, COLUMN_REFS)
                     and type(column[1]) is list
@@ -259,8 +310,9 @@ def check_batches(batches, ntypes, size):
                     and type(column[1]) is bytes and type(column[2]) is list
                     and type(column[3]) is list):
                 raise FormatError(f"batch {b} has a malformed column: a column is an "
-                                  f"array [0 or 1, [values]] or [2, mask, [values], "
-                                  f"[index differences]]")
+                                  f"array [0 or 1, [values]], [2, mask, [values], "
+                                  f"[index differences]]"
+                                  + (" or [3, [strings], [codes]]" if coded else ""))
         if len(batch) > 2:
             if len(batch[2][1]) != batch[1]:
                 raise FormatError(f"batch {b} declares {batch[1]} objects, its first column "

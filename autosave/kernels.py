@@ -164,6 +164,86 @@ def list_columns(lists):
     return [list(map(len, lists)), list(chain.from_iterable(lists))]
 
 
+_INLINE = frozenset((type(None), bool, int, float, str, bytes))    # format.INLINE_TYPES
+
+
+def group_kinds(objs):
+    """(kinds, groups): the distinct types of objs' items, in the order first met, and
+    for each a list of the items of that type, in order."""
+    groups = {}
+    for obj in objs:
+        group = groups.get(obj.__class__)
+        if group is None:
+            group = groups[obj.__class__] = []
+        group.append(obj)
+    return list(groups), list(groups.values())
+
+
+def inline_keyed(dicts):
+    """None when every dict's keys are all of inline types, else a list of each dict's
+    answer. TypeError for anything but a dict."""
+    dicts = _sequence(dicts)
+    if not all(map(dict.__instancecheck__, dicts)):
+        raise TypeError("inline_keyed reads dicts")
+    # the common case, every key inline: one set of the types of all the keys
+    if set(map(type, chain.from_iterable(dicts))) <= _INLINE:
+        return None
+    return [set(map(type, d)) <= _INLINE for d in dicts]
+
+
+def dict_entries(dicts):
+    """[lengths, keys, values]: each dict's length, then all their keys and all their
+    values one after the other. TypeError for anything but a dict."""
+    dicts = _sequence(dicts)
+    if not all(map(dict.__instancecheck__, dicts)):
+        raise TypeError("dict_entries reads dicts")
+    return [list(map(len, dicts)), list(chain.from_iterable(dicts)),
+            list(chain.from_iterable(map(dict.values, dicts)))]
+
+
+def fill_dicts(dicts, lengths, keys, values):
+    """Set each (empty) dict's run of entries, in order. The caller checks the lengths
+    first (``format.check_lengths``) and that there is one value per key; the C checks
+    them again, and raises ValueError, where what the Python does is left unsaid.
+    TypeError unless every key is of an inline type."""
+    if not set(map(type, keys)) <= _INLINE:
+        raise TypeError("a dict's key is not an inline value")
+    keys_in, values_in = iter(keys), iter(values)
+    deque(map(dict.update, compress(dicts, lengths),
+              map(zip, map(islice, repeat(keys_in), compress(lengths, lengths)),
+                  map(islice, repeat(values_in), compress(lengths, lengths)))), 0)
+
+
+def code_strings(values, limit):
+    """(strings, codes): the distinct strings of a column of strs, in the order first
+    met, and each value's position among them; None when there are more than ``limit``
+    distinct ones (the C stops there). TypeError for a value not an exact str (the C:
+    one met before the limit is)."""
+    values = _sequence(values)
+    code = {}
+    codes = list(map(code.setdefault, values, map(len, repeat(code))))
+    if code and len(code) > limit:
+        stop = values.index(list(code)[max(limit, 0)])      # where the C stops
+        if not set(map(type, values[:stop + 1])) <= {str}:
+            raise TypeError("code_strings codes strs")
+        return None
+    if not set(map(type, values)) <= {str}:
+        raise TypeError("code_strings codes strs")
+    return list(code), codes
+
+
+def decode_codes(strings, codes):
+    """``[strings[c] for c in codes]``: a coded column's values, read from a file.
+    TypeError unless the strings are all exact strs; ValueError unless every code is an
+    exact int (not a bool) from 0 to ``len(strings) - 1``."""
+    if not set(map(type, strings)) <= {str}:
+        raise TypeError("a coded column's strings are strs")
+    if codes and (not set(map(type, codes)) <= {int} or min(codes) < 0
+                  or max(codes) >= len(strings)):
+        raise ValueError("a code outside the strings")
+    return list(map(strings.__getitem__, codes))
+
+
 def differences(cells, tail):
     """The differences of the indices the cells name, in order. A cell is a batch
     object's reference, an int v naming ``tail[v]`` (``-serial``: the save's tail maps
@@ -293,7 +373,8 @@ def fill_lists(lists, lengths, items):
 PURE = {name: globals()[name] for name in (
     "new_memo", "kinds", "first_kinds", "shapes", "slot_columns", "dict_columns", "split", "look_up",
     "look_up_ids", "file_all", "fill_missing", "list_columns", "differences", "resolve_refs",
-    "merge_mixed", "fill_slots", "fill_attributes", "fill_lists")}
+    "merge_mixed", "fill_slots", "fill_attributes", "fill_lists", "group_kinds",
+    "inline_keyed", "dict_entries", "fill_dicts", "code_strings", "decode_codes")}
 
 try:
     if os.environ.get("AUTOSAVE_PUREPYTHON"):

@@ -44,6 +44,10 @@ from .paths import reduce_value
 from .registry import REGISTRY, stable_name
 
 _pack_double = struct.Struct(">d").pack
+# ints within it are written in decimal, beyond it in hex (str() of a huge int is
+# quadratic, and refused past sys.int_info's digit limit); made once: a power of ten
+# this big costs tens of microseconds, which every int token paid when made per call
+_DECIMAL = 10 ** 4000
 
 
 def inline_token(v):
@@ -52,7 +56,7 @@ def inline_token(v):
     if cls is str:
         return "s" + v
     if cls is int:
-        return "i" + str(v) if -10 ** 4000 < v < 10 ** 4000 else "i" + hex(v)
+        return "i" + str(v) if -_DECIMAL < v < _DECIMAL else "i" + hex(v)
     if cls is float:
         return "f" + _pack_double(v).hex()
     if cls is bytes:
@@ -86,6 +90,8 @@ class SetOrder:
         self.stable = {}       # id -> digest that holds for the whole save
         self.keep = []         # objects made for digests (states, reduce parts) stay alive
                                # while their ids are keys of ``stable``
+        self.kinds = {}        # class -> dispatch.kind_of(class), for this save: looked
+                               # up once per class, not per object digested
 
     def __call__(self, members):
         """The members of a set, in canonical order."""
@@ -118,6 +124,35 @@ class SetOrder:
         return out
 
     def digests(self, members):
+        """{id: digest} of the members (``graph_digests``). A member whose saved parts
+        are all inline values (a frozen dataclass of ints, a namedtuple of floats: the
+        common set member hashed by value) is a node with no edge there, alone in its
+        component: its digest is taken here directly, the same, without the graph."""
+        found, rest = {}, {}
+        keep, kinds, stable, cell_of = self.keep, self.kinds, self.stable, self.cell_of
+        for m in members:
+            parts = key, children, unordered_from = parts_of(m, keep, kinds)
+            tokens = [key]
+            for v in children:
+                if v.__class__ in INLINE:
+                    tokens.append(inline_token(v))
+                elif v is ABSENT:
+                    tokens.append("a")
+                else:
+                    rest[id(m)] = parts     # parts_of may run a __getstate__: once
+                    break
+            else:
+                if unordered_from is not None:
+                    tokens[unordered_from + 1:] = sorted(tokens[unordered_from + 1:])
+                digest = found[id(m)] = _hash(tokens)
+                cell = cell_of(m)
+                if cell is None or cell[0] is not False:     # not in progress: as
+                    stable[id(m)] = digest                   # graph_digests keeps it
+        if rest:
+            found.update(self.graph_digests([m for m in members if id(m) in rest], rest))
+        return found
+
+    def graph_digests(self, members, made=None):
         """{id: digest} of the members: a pure function of what they reach and of the
         walk's state (never of the order anything is met or computed in).
 
@@ -128,7 +163,8 @@ class SetOrder:
         (each round hashes an object's colour with its children's, until the number of
         colours stops growing), which sees the same structure the same way wherever it
         is entered. A member in progress is a node of its own (it is being ordered),
-        and in progress (its type) to everything referring to it.
+        and in progress (its type) to everything referring to it. ``made``: the parts
+        of members ``parts_of`` gave already, by id.
         """
         cell_of, stable, keep = self.cell_of, self.stable, self.keep
         index, nodes, keys, edges = {}, [], [], []
@@ -148,7 +184,8 @@ class SetOrder:
         i = 0
         while i < len(nodes):
             obj = nodes[i]
-            key, children, unordered_from = parts_of(obj, keep)
+            parts = made.pop(id(obj), None) if made else None
+            key, children, unordered_from = parts or parts_of(obj, keep, self.kinds)
             cell = cell_of(obj)
             depends = cell is not None and cell[0] is False      # a member in progress
             out = []
@@ -209,7 +246,7 @@ class SetOrder:
             node = todo.pop()
             if node.__class__ in INLINE:
                 continue
-            key, children, unordered_from = parts_of(node, keep)
+            key, children, unordered_from = parts_of(node, keep, self.kinds)
             for i, child in enumerate(children):
                 if child.__class__ in INLINE or child is ABSENT:
                     continue
@@ -326,10 +363,11 @@ def type_name(cls):
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def parts_of(obj, keep):
+def parts_of(obj, keep, kinds):
     """(type key, the values the walk saves for obj, index where unordered members
     start or None): what the digest of obj covers. Mirrors the walk's handlers; an
-    object the walk would refuse gets its type alone (the walk reports it)."""
+    object the walk would refuse gets its type alone (the walk reports it). ``kinds``:
+    the save's cache of ``dispatch.kind_of`` by class."""
     cls = obj.__class__
     if cls in REGISTRY.asset_classes:
         asset_id = REGISTRY.asset_id_of.get(id(obj))
@@ -349,13 +387,15 @@ def parts_of(obj, keep):
         keep.append(members)
         return "S" if cls is set else "F", members, 0
     try:
-        return _other_parts(cls, obj, keep)
+        kind = kinds.get(cls)
+        if kind is None:
+            kind = kinds[cls] = dispatch.kind_of(cls)
+        return _other_parts(cls, obj, keep, *kind)
     except Exception:
         return "?" + type_name(cls), (), None
 
 
-def _other_parts(cls, obj, keep):
-    kind, detail = dispatch.kind_of(cls)
+def _other_parts(cls, obj, keep, kind, detail):
     if kind == dispatch.ADAPTER:
         if isinstance(detail, WeakAdapter):      # entries depend on the whole walk
             return detail.name, (), None

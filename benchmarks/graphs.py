@@ -143,6 +143,7 @@ def same_graph(a, b):
     very same objects. Fields marked autosave.transient are not compared.
     """
     pair, back = {}, {}
+    by_identity = []         # (member hashed by identity, the set it must be in, path)
     # Breadth-first, so an error names the shortest path to the difference. Paths are
     # (parent, label) links, spelled out only on error.
     stack = collections.deque([(a, b, None, "root")])
@@ -168,8 +169,18 @@ def same_graph(a, b):
         if x is y:
             continue
         if isinstance(x, (set, frozenset)):
-            if not all(type(m) in INLINE for m in x) or x != y:
-                fail("sets differ (or hold objects, which this check does not support)")
+            if len(x) != len(y):
+                fail(f"{len(x)} != {len(y)} members")
+            # Members hashed by value pair with their equal; those hashed by identity
+            # must pair, through the rest of the graph, with members of y (checked last).
+            by_value = {m: m for m in y if type(m).__hash__ is not object.__hash__}
+            for i, m in enumerate(x):
+                if type(m).__hash__ is object.__hash__:
+                    by_identity.append((m, y, here))
+                elif m not in by_value:
+                    fail(f"member {m!r:.80} is missing")
+                else:
+                    stack.append((m, by_value[m], here, f"<member {i}>"))
         elif isinstance(x, random.Random):
             if x.getstate() != y.getstate():
                 fail("random state differs")
@@ -206,6 +217,16 @@ def same_graph(a, b):
             if kx != ky:
                 fail(f"attributes {kx} != {ky}")
             stack.extend((dx[k], dy[k], here, f".{k}") for k in kx)
+    members = {}
+    for m, y, here in by_identity:
+        if pair.get(id(m)) is None:
+            raise GraphMismatch(f"{_spell(here)}: a set member is reached only through "
+                                f"the set (which this check does not support)")
+        ids = members.get(id(y))
+        if ids is None:
+            ids = members[id(y)] = set(map(id, y))
+        if id(pair[id(m)]) not in ids:
+            raise GraphMismatch(f"{_spell(here)}: a set member is missing")
 
 
 def _spell(node):

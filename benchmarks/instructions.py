@@ -3,6 +3,7 @@
     python benchmarks/instructions.py                          # level 5k, world 20k: ~1 min
     python benchmarks/instructions.py world --sizes 10000,100000,1000000    # ~20 min
     AUTOSAVE_PUREPYTHON=1 python benchmarks/instructions.py    # the engine's loops in Python
+    python benchmarks/instructions.py json-like value-keys    # shapes.py's workloads, 10k
 
 Wall time on a shared machine moves ±20% between runs; the instructions one call runs
 do not, whatever else the machine is doing: with the same binary, graph and hash seed
@@ -34,6 +35,7 @@ from functools import reduce
 from pathlib import Path
 
 GRAPHS = {"level": 5_000, "world": 20_000}
+SHAPE_SIZE = 10_000                # the workloads of shapes.py (shapemodel.gen), by name
 OPS = ("autosave save", "pickle save", "autosave load", "pickle load")
 TOGGLE = "functools_reduce"       # the C function behind functools.reduce
 
@@ -46,9 +48,13 @@ def child(graph, size):
     allow_deep_recursion()
 
     def run():
-        root = (level_graph if graph == "level" else world_graph)(size)
-        a_bytes, p_bytes = autosave.dumps(root), pickle.dumps(root, protocol=5)
-        calls = [lambda: autosave.dumps(root), lambda: pickle.dumps(root, protocol=5),
+        if graph in GRAPHS:
+            root = p_root = (level_graph if graph == "level" else world_graph)(size)
+        else:                              # a shape of shapes.py: pickle's own state
+            from shapemodel.gen import WORKLOADS
+            root, p_root = WORKLOADS[graph](size)
+        a_bytes, p_bytes = autosave.dumps(root), pickle.dumps(p_root, protocol=5)
+        calls = [lambda: autosave.dumps(root), lambda: pickle.dumps(p_root, protocol=5),
                  lambda: autosave.loads(a_bytes), lambda: pickle.loads(p_bytes)]
         for call in calls:                 # warm: codegen's module, plans, caches
             call()
@@ -86,17 +92,18 @@ def count(graph, size, workdir):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("graphs", nargs="*", metavar="GRAPH",
-                        help="level, world (default: both)")
+                        help="level, world, or a workload of shapes.py (default: level, world)")
     parser.add_argument("--sizes", help="comma-separated object counts for every graph "
                         "(default: level 5000, world 20000)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args.child[0], int(args.child[1]))
-    unknown = set(args.graphs) - set(GRAPHS)
+    from shapemodel.gen import WORKLOADS
+    unknown = set(args.graphs) - set(GRAPHS) - set(WORKLOADS)
     if unknown:
         parser.error(f"unknown graph(s) {', '.join(sorted(unknown))}: choose from "
-                     f"{', '.join(GRAPHS)}")
+                     f"{', '.join([*GRAPHS, *WORKLOADS])}")
     if not shutil.which("valgrind"):
         sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
     import autosave.kernels
@@ -110,7 +117,7 @@ def main():
     per_object = {}
     with tempfile.TemporaryDirectory() as workdir:
         for graph in args.graphs or list(GRAPHS):
-            for size in sizes or [GRAPHS[graph]]:
+            for size in sizes or [GRAPHS.get(graph, SHAPE_SIZE)]:
                 counts, objects = count(graph, size, workdir)
                 for op in ("save", "load"):
                     a, p = counts[f"autosave {op}"], counts[f"pickle {op}"]

@@ -1,6 +1,7 @@
 /* A save reads columns off the objects of a batch: the types a column holds, a mixed
  * column split, the key shapes of __dict__ instances, and the columns themselves (slots,
- * __dict__ values, lists' lengths and items), one pass over the objects each. */
+ * __dict__ values, lists' lengths and items, dicts' entries), the objects a column met
+ * grouped by type and the dicts keyed by inline values told apart, one pass each. */
 #include "speedups.h"
 
 /* The set of the types of seq's items; each type met for the first time is also
@@ -396,5 +397,219 @@ fail:
     Py_DECREF(items);
     Py_XDECREF(lengths);
     Py_XDECREF(all);
+    return NULL;
+}
+
+/* group_kinds(objs) -> (kinds, groups): the distinct types of the items in the order
+ * first met, and for each a list of the items of that type, in order. */
+PyObject *
+autosave_group_kinds(PyObject *module, PyObject *objs)
+{
+    PyObject *items = as_tuple(objs), *kinds = NULL, *groups = NULL, *where = NULL;
+    if (items == NULL)
+        return NULL;
+    if ((kinds = PyList_New(0)) == NULL || (groups = PyList_New(0)) == NULL
+            || (where = PyDict_New()) == NULL)
+        goto fail;
+    PyTypeObject *last = NULL;
+    PyObject *group = NULL;               /* borrowed: held by groups */
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(items, i);
+        PyTypeObject *t = Py_TYPE(item);
+        if (t != last) {                  /* runs of one type are the common case */
+            group = PyDict_GetItemWithError(where, (PyObject *)t);
+            if (group == NULL) {
+                if (PyErr_Occurred())
+                    goto fail;
+                PyObject *fresh = PyList_New(0);
+                if (fresh == NULL)
+                    goto fail;
+                int failed = PyDict_SetItem(where, (PyObject *)t, fresh) < 0
+                    || PyList_Append(kinds, (PyObject *)t) < 0
+                    || PyList_Append(groups, fresh) < 0;
+                Py_DECREF(fresh);
+                if (failed)
+                    goto fail;
+                group = fresh;
+            }
+            last = t;
+        }
+        if (PyList_Append(group, item) < 0)
+            goto fail;
+    }
+    Py_DECREF(items);
+    Py_DECREF(where);
+    return Py_BuildValue("(NN)", kinds, groups);
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(kinds);
+    Py_XDECREF(groups);
+    Py_XDECREF(where);
+    return NULL;
+}
+
+/* inline_keyed(dicts) -> None when every dict's keys are all of inline types, else a
+ * list of each dict's answer (True or False). TypeError for anything but a dict. */
+PyObject *
+autosave_inline_keyed(PyObject *module, PyObject *dicts)
+{
+    PyObject *items = as_tuple(dicts), *out = NULL;
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyTuple_GET_ITEM(items, i), *key, *value;
+        if (!PyDict_Check(d)) {
+            PyErr_SetString(PyExc_TypeError, "inline_keyed reads dicts");
+            goto fail;
+        }
+        Py_ssize_t pos = 0;
+        int fits = 1;
+        while (PyDict_Next(d, &pos, &key, &value)) {   /* runs no Python code */
+            if (!is_inline(key)) {
+                fits = 0;
+                break;
+            }
+        }
+        if (!fits && out == NULL) {       /* the first that does not: answers so far */
+            if ((out = PyList_New(0)) == NULL)
+                goto fail;
+            for (Py_ssize_t j = 0; j < i; j++)
+                if (PyList_Append(out, Py_True) < 0)
+                    goto fail;
+        }
+        if (out != NULL && PyList_Append(out, fits ? Py_True : Py_False) < 0)
+            goto fail;
+    }
+    Py_DECREF(items);
+    if (out == NULL)
+        Py_RETURN_NONE;
+    return out;
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* dict_entries(dicts) -> [lengths, keys, values]: each dict's length, then all their
+ * keys and all their values one after the other, in order. TypeError for anything but
+ * a dict. */
+PyObject *
+autosave_dict_entries(PyObject *module, PyObject *dicts)
+{
+    PyObject *items = as_tuple(dicts), *lengths = NULL, *keys = NULL, *values = NULL;
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items), total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyTuple_GET_ITEM(items, i);
+        if (!PyDict_Check(d)) {
+            PyErr_SetString(PyExc_TypeError, "dict_entries reads dicts");
+            goto fail;
+        }
+        total += PyDict_GET_SIZE(d);
+    }
+    if ((lengths = PyList_New(n)) == NULL || (keys = PyList_New(total)) == NULL
+            || (values = PyList_New(total)) == NULL)
+        goto fail;
+    /* From here nothing runs Python code (ints are not tracked by the collector, so
+     * making one starts no collection): the sizes summed above hold. */
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyTuple_GET_ITEM(items, i), *key, *value;
+        PyObject *length = PyLong_FromSsize_t(PyDict_GET_SIZE(d));
+        if (length == NULL) {
+            for (Py_ssize_t j = i; j < n; j++)
+                PyList_SET_ITEM(lengths, j, Py_NewRef(Py_None));
+            for (Py_ssize_t j = at; j < total; j++) {
+                PyList_SET_ITEM(keys, j, Py_NewRef(Py_None));
+                PyList_SET_ITEM(values, j, Py_NewRef(Py_None));
+            }
+            goto fail;
+        }
+        PyList_SET_ITEM(lengths, i, length);
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(d, &pos, &key, &value)) {
+            PyList_SET_ITEM(keys, at, Py_NewRef(key));
+            PyList_SET_ITEM(values, at, Py_NewRef(value));
+            at++;
+        }
+    }
+    Py_DECREF(items);
+    return Py_BuildValue("[NNN]", lengths, keys, values);
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(lengths);
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
+    return NULL;
+}
+
+/* code_strings(values, limit) -> (strings, codes): the distinct strings of a column of
+ * str, in the order first met, and each value's position among them (a coded column,
+ * docs/format.md); None as soon as there are more than limit distinct ones. One dict
+ * lookup per value; hashing and comparing exact strs runs no Python code. TypeError
+ * for a value that is not an exact str (met before the limit is). */
+PyObject *
+autosave_code_strings(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "code_strings(values, limit: int)");
+        return NULL;
+    }
+    Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *values = args[0];
+    PyObject *items = as_tuple(values), *table = NULL, *strings = NULL, *codes = NULL;
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    if ((table = PyDict_New()) == NULL || (strings = PyList_New(0)) == NULL
+            || (codes = PyList_New(n)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PyTuple_GET_ITEM(items, i);
+        if (!PyUnicode_CheckExact(s)) {
+            PyErr_SetString(PyExc_TypeError, "code_strings codes strs");
+            goto fail_filling;
+        }
+        PyObject *code = PyDict_GetItemWithError(table, s);     /* borrowed */
+        if (code == NULL) {
+            if (PyErr_Occurred())
+                goto fail_filling;
+            if (PyList_GET_SIZE(strings) >= limit) {      /* one more than limit */
+                for (Py_ssize_t j = i; j < n; j++)
+                    PyList_SET_ITEM(codes, j, Py_NewRef(Py_None));
+                Py_DECREF(items);
+                Py_DECREF(table);
+                Py_DECREF(strings);
+                Py_DECREF(codes);
+                Py_RETURN_NONE;
+            }
+            code = PyLong_FromSsize_t(PyList_GET_SIZE(strings));
+            if (code == NULL)
+                goto fail_filling;
+            int failed = PyDict_SetItem(table, s, code) < 0 || PyList_Append(strings, s) < 0;
+            Py_DECREF(code);                /* the table holds it */
+            if (failed)
+                goto fail_filling;
+        }
+        PyList_SET_ITEM(codes, i, Py_NewRef(code));
+        continue;
+    fail_filling:
+        for (Py_ssize_t j = i; j < n; j++)
+            PyList_SET_ITEM(codes, j, Py_NewRef(Py_None));
+        goto fail;
+    }
+    Py_DECREF(items);
+    Py_DECREF(table);
+    return Py_BuildValue("(NN)", strings, codes);
+fail:
+    Py_DECREF(items);
+    Py_XDECREF(table);
+    Py_XDECREF(strings);
+    Py_XDECREF(codes);
     return NULL;
 }

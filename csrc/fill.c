@@ -295,3 +295,118 @@ fail:
     Py_XDECREF(columns);
     return NULL;
 }
+
+/* fill_dicts(dicts, lengths, keys, values): set each (empty) dict's run of entries,
+ * in order. ValueError unless the lengths are ints >= 0 adding up to len(keys), with
+ * one value per key; TypeError unless every key is of an inline type (hashing one runs
+ * no Python code) and every target a dict. Everything is checked before anything
+ * is filled. The loop walks copies (tuples) that hold every key and value: a value a
+ * repeated key replaces (only in a forged file) is not freed inside it, so no __del__
+ * and no other Python code runs while it fills. */
+PyObject *
+autosave_fill_dicts(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyList_Check(args[0]) || !PyList_Check(args[1])
+            || !PyList_Check(args[2]) || !PyList_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "fill_dicts(dicts: list, lengths: list, keys: list, values: list)");
+        return NULL;
+    }
+    PyObject *dicts = args[0], *lengths = args[1], *keys = args[2], *values = args[3];
+    Py_ssize_t n = PyList_GET_SIZE(dicts), total = PyList_GET_SIZE(keys), start = 0;
+    if (PyList_GET_SIZE(lengths) != n) {
+        PyErr_SetString(PyExc_ValueError, "one length per dict");
+        return NULL;
+    }
+    if (PyList_GET_SIZE(values) != total) {
+        PyErr_SetString(PyExc_ValueError, "one value per key");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *length = PyList_GET_ITEM(lengths, i);
+        Py_ssize_t m = PyLong_Check(length) ? PyLong_AsSsize_t(length) : -1;
+        if (m == -1 && PyErr_Occurred())
+            PyErr_Clear();
+        if (m < 0 || m > total - start) {
+            PyErr_SetString(PyExc_ValueError, "the lengths do not add up to the keys");
+            return NULL;
+        }
+        start += m;
+        if (!PyDict_Check(PyList_GET_ITEM(dicts, i))) {
+            PyErr_SetString(PyExc_TypeError, "fill_dicts fills dicts");
+            return NULL;
+        }
+    }
+    if (start != total) {
+        PyErr_SetString(PyExc_ValueError, "the lengths do not add up to the keys");
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < total; k++) {
+        if (!is_inline(PyList_GET_ITEM(keys, k))) {
+            PyErr_SetString(PyExc_TypeError, "a dict's key is not an inline value");
+            return NULL;
+        }
+    }
+    PyObject *length_list = PySequence_Tuple(lengths), *key_list = PySequence_Tuple(keys),
+             *value_list = PySequence_Tuple(values), *dict_list = PySequence_Tuple(dicts);
+    PyObject *result = NULL;
+    if (length_list == NULL || key_list == NULL || value_list == NULL || dict_list == NULL)
+        goto done;
+    start = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyTuple_GET_ITEM(dict_list, i);
+        Py_ssize_t m = PyLong_AsSsize_t(PyTuple_GET_ITEM(length_list, i));
+        for (Py_ssize_t j = start; j < start + m; j++) {
+            if (PyDict_SetItem(d, PyTuple_GET_ITEM(key_list, j),
+                               PyTuple_GET_ITEM(value_list, j)) < 0)
+                goto done;
+        }
+        start += m;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(length_list);
+    Py_XDECREF(key_list);
+    Py_XDECREF(value_list);
+    Py_XDECREF(dict_list);
+    return result;
+}
+
+/* decode_codes(strings, codes) -> [strings[c] for c in codes], a coded column's values
+ * (read from a file: checked). TypeError unless strings is a list of exact strs;
+ * ValueError unless every code is an exact int (not a bool) from 0 to len(strings) - 1.
+ * Everything is checked before the result is made; nothing runs Python code. */
+PyObject *
+autosave_decode_codes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_Check(args[0]) || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "decode_codes(strings: list, codes: list)");
+        return NULL;
+    }
+    PyObject *strings = args[0], *codes = args[1];
+    Py_ssize_t m = PyList_GET_SIZE(strings), n = PyList_GET_SIZE(codes);
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (!PyUnicode_CheckExact(PyList_GET_ITEM(strings, j))) {
+            PyErr_SetString(PyExc_TypeError, "a coded column's strings are strs");
+            return NULL;
+        }
+    }
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *code = PyList_GET_ITEM(codes, i);
+        Py_ssize_t c = PyLong_CheckExact(code) ? PyLong_AsSsize_t(code) : -1;
+        if (c == -1 && PyErr_Occurred())
+            PyErr_Clear();
+        if (c < 0 || c >= m) {
+            for (Py_ssize_t j = i; j < n; j++)
+                PyList_SET_ITEM(out, j, Py_NewRef(Py_None));
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_ValueError, "a code outside the strings");
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, Py_NewRef(PyList_GET_ITEM(strings, c)));
+    }
+    return out;
+}

@@ -33,6 +33,17 @@ static PyMethodDef methods[] = {
      "Set each object's attributes in its __dict__ from the columns."},
     {"fill_lists", (PyCFunction)(void (*)(void))autosave_fill_lists, METH_FASTCALL,
      "Extend each list by its run of items."},
+    {"group_kinds", autosave_group_kinds, METH_O,
+     "(kinds, groups): the distinct types in order, and the items of each."},
+    {"inline_keyed", autosave_inline_keyed, METH_O,
+     "None if every dict is keyed by inline values, else each dict's answer."},
+    {"dict_entries", autosave_dict_entries, METH_O, "[lengths, keys, values] of dicts."},
+    {"fill_dicts", (PyCFunction)(void (*)(void))autosave_fill_dicts, METH_FASTCALL,
+     "Set each dict's run of entries."},
+    {"code_strings", (PyCFunction)(void (*)(void))autosave_code_strings, METH_FASTCALL,
+     "(strings, codes) of a column of strs, or None past limit distinct ones."},
+    {"decode_codes", (PyCFunction)(void (*)(void))autosave_decode_codes, METH_FASTCALL,
+     "A coded column's values: strings[code] of each code, checked."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,6 +25,16 @@ as_tuple(PyObject *seq)
     return PySequence_Tuple(seq);
 }
 
+/* Whether obj's type is one written inline: exact None, bool, int, float, str, bytes
+ * (format.INLINE_TYPES). No Python code runs. */
+static inline int
+is_inline(PyObject *obj)
+{
+    PyTypeObject *t = Py_TYPE(obj);
+    return t == &PyUnicode_Type || t == &PyLong_Type || t == &PyFloat_Type
+        || obj == Py_None || t == &PyBool_Type || t == &PyBytes_Type;
+}
+
 /* memo.c: a save's memo, keyed by address (id() to Python) */
 typedef struct {
     void *key;                   /* the object's address; NULL: an empty slot */
@@ -68,5 +78,14 @@ PyObject *autosave_merge_mixed(PyObject *module, PyObject *const *args, Py_ssize
 PyObject *autosave_fill_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *autosave_fill_lists(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *autosave_fill_attributes(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* columns.c: plain containers (lists: list_columns above) */
+PyObject *autosave_group_kinds(PyObject *module, PyObject *objs);
+PyObject *autosave_inline_keyed(PyObject *module, PyObject *dicts);
+PyObject *autosave_dict_entries(PyObject *module, PyObject *dicts);
+PyObject *autosave_code_strings(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* fill.c */
+PyObject *autosave_fill_dicts(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *autosave_decode_codes(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif
