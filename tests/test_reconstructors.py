@@ -529,3 +529,35 @@ def test_generated_reduce_records_never_run_file_built_code(func, newobj, args, 
     except autosave.LoadError:
         pass
     assert CALLS == [], (func, args, place)
+
+
+class Appending:
+    """No extend: a load appends its items one by one, through its own code."""
+
+    def __init__(self):
+        self.items = []
+
+    def append(self, item):
+        self.items.append(item)
+
+    def __reduce__(self):
+        return (Appending, (), None, iter(self.items))
+
+
+def test_the_save_and_the_load_check_items_for_the_same_hooks():
+    """Items handed to a class's own append (it has no extend) are checked on both sides:
+    a save that would not load is refused when it is made."""
+    ok = Appending()
+    ok.append(1)
+    assert autosave.loads(autosave.dumps(ok)).items == [1]
+    bad = Appending()
+    bad.append(map(shout, ["x"]))
+    with pytest.raises(autosave.SaveError, match="lazy map"):
+        autosave.dumps(bad)
+    f = Forge()
+    f.reduce(f.glob("test_reconstructors.Appending"), (), newobj=True,
+             listitems=(caller_map(f, "test_reconstructors.shout", "x"),))
+    SHOUTED.clear()
+    with pytest.raises(autosave.FormatError, match="lazy map"):
+        autosave.loads(f.bytes())
+    assert SHOUTED == []

@@ -397,10 +397,9 @@ class ReduceAdapter(Adapter):
             else:
                 apply_default_state(obj, state)
         if exact(listitems, list, "reduce list items"):
-            extend = class_attribute(cls, "extend")
-            if extend is not list.extend:
+            if code_reads(cls, "extend"):
                 check_inert(listitems, f"{what} the list items", callables=True)
-            if extend is not None:
+            if class_attribute(cls, "extend") is not None:
                 bound_hook(obj, "extend")(listitems)
             else:                    # as pickle: append one by one without extend
                 append = bound_hook(obj, "append")
@@ -417,7 +416,7 @@ class ReduceAdapter(Adapter):
             if setitem is None:
                 raise FormatError(f"the save gives dict items to a "
                                   f"{cls.__qualname__}, which has no __setitem__")
-            if class_attribute(cls, "__setitem__") is not dict.__setitem__:
+            if code_reads(cls, "__setitem__"):
                 check_inert(dictitems, f"{what} the dict items", callables=True)
             it = iter(dictitems)
             for k, v in zip(it, it):
@@ -459,18 +458,27 @@ def check_constructor(func, obj, newobj=False, args=()):
         raise LookupError(f"{e}{fix}") from None
 
 
+def code_reads(cls, hook):
+    """Whether what a reduce record hands ``cls``'s ``hook`` reaches code that may read
+    it: the class's own ``__setstate__``; an ``extend`` (or, with none, ``append``) other
+    than list's; a ``__setitem__`` other than dict's. The load checks what it hands such
+    code, and the save refuses what the load would (one rule for both)."""
+    if hook == "__setstate__":
+        return class_attribute(cls, "__setstate__") is not None
+    if hook == "extend":
+        return class_attribute(cls, "extend") is not list.extend
+    return class_attribute(cls, "__setitem__") is not dict.__setitem__
+
+
 def check_handed(obj, state, listitems, dictitems):
     """Refuse at save time a state or items that a load would not hand to the class's
     own ``__setstate__`` / ``extend`` / ``__setitem__``: they must be inert."""
     cls = type(obj)
     what = f"{cls.__module__}.{cls.__qualname__}"
-    handed = []
-    if state is not None and class_attribute(cls, "__setstate__") is not None:
-        handed.append(("__setstate__", state))
-    if listitems and class_attribute(cls, "extend") not in (None, list.extend):
-        handed.append(("extend", listitems))
-    if dictitems and class_attribute(cls, "__setitem__") is not dict.__setitem__:
-        handed.append(("__setitem__", dictitems))
+    handed = [(hook, value) for hook, value in (("__setstate__", state),
+                                                ("extend", listitems),
+                                                ("__setitem__", dictitems))
+              if value and code_reads(cls, hook)]
     for hook, value in handed:
         try:
             check_inert(value, f"{what}: what its __reduce__ hands its {hook}",
