@@ -24,10 +24,10 @@ from .files import copy, dump, dumps, load, loads, save
 from .log import (Bookmark, CheckpointLog, LogClosedError, LogForkedError, LogLockedError,
                   LogPoisonedError, LogUnusableError, Position, ReadOnlyLogError,
                   StepOrderError)
-from .registry import allow, asset, assets, save_root, saveable, upgrade
-from .schema import transient
-from .reconstructors import reconstructor
-from .extend import register
+from .model.registry import allow, asset, assets, save_root, saveable, upgrade
+from .model.schema import transient
+from .model.reconstructors import reconstructor
+from .model.extend import register
 from .adapters.base import Adapter, register_adapter
 from .coroutines import coroutine        # also registers the coroutine record type
 

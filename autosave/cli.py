@@ -21,8 +21,8 @@ from pathlib import Path
 from . import __version__
 from .compat.cli import add_parsers as add_compat_parsers
 from .errors import LoadError
-from .format import MAGIC as SAVE_MAGIC
-from .format import to_jsonable
+from .format.wire import MAGIC as SAVE_MAGIC
+from .format.wire import to_jsonable
 from .log.content import read_content
 from .log.inspect import inspect_log, print_sizes_by_class
 from .log.inspect import text as printable
@@ -105,7 +105,7 @@ def cmd_docs(args):
 def version_text():
     """The version, and which loops the engine runs: the C extension, or the Python
     fallback (same bytes, slower) and why."""
-    from . import kernels
+    from .format import kernels
     if kernels.IMPLEMENTATION == "C":
         return f"autosave {__version__} (C loops: autosave._speedups)"
     why = ("AUTOSAVE_PUREPYTHON is set" if os.environ.get("AUTOSAVE_PUREPYTHON") else

@@ -11,12 +11,12 @@ from typing import IO, Any, Protocol, TypeVar
 
 import xxhash
 
-from .saver import Saver
+from .saving.saver import Saver
 from .errors import FormatError, SaveError
-from .format import decode, encode
-from .generated import GENERATED
-from .limits import OverBudget, file_budget, no_budget
-from .rebuild import load_records
+from .format.wire import decode, encode
+from .model.generated import GENERATED
+from .loading.limits import OverBudget, file_budget, no_budget
+from .loading.rebuild import load_records
 
 
 _T = TypeVar("_T")
@@ -71,7 +71,7 @@ def _walker() -> Saver:
 def loads(data: bytes | bytearray | memoryview) -> Any:
     """The root saved in ``data``. Raises only LoadError kinds on bad input.
 
-    The whole load is held to the budget of ``data``'s size (autosave.limits), or,
+    The whole load is held to the budget of ``data``'s size (autosave.loading.limits), or,
     inside a reader that opened one (a log's restore), to that reader's file's."""
     try:
         with collector_paused(), file_budget(len(data)):

@@ -57,9 +57,9 @@ import tracemalloc
 from pathlib import Path
 
 import autosave
-from autosave import kernels
-from autosave.generated import MODULE
-from autosave.kernels import python_loops
+from autosave.format import kernels
+from autosave.model.generated import MODULE
+from autosave.format.kernels import python_loops
 from graphs import EXAMPLES, GRAPHS, allow_deep_recursion, count_objects, deep_call, same_graph
 
 BENCHMARKS = Path(__file__).resolve().parent
@@ -106,7 +106,7 @@ def checked_bytes(name, root):
 
 
 def in_python_loops(fn):
-    """fn, run with the engine's loops in Python (autosave.kernels) whichever the
+    """fn, run with the engine's loops in Python (autosave.format.kernels) whichever the
     install built."""
     def call(arg):
         with python_loops():

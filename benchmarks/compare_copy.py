@@ -18,7 +18,7 @@ import sys
 import time
 
 import autosave
-from autosave.generated import GENERATED
+from autosave.model.generated import GENERATED
 from graphs import GRAPHS, allow_deep_recursion, count_objects, deep_call, same_graph
 
 

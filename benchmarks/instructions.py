@@ -106,10 +106,10 @@ def main():
                      f"{', '.join([*GRAPHS, *WORKLOADS])}")
     if not shutil.which("valgrind"):
         sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
-    import autosave.kernels
+    import autosave.format.kernels
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
     print(f"autosave {_version()}, Python {sys.version.split()[0]}, the engine's loops: "
-          f"{autosave.kernels.IMPLEMENTATION}; instructions of one call (callgrind), "
+          f"{autosave.format.kernels.IMPLEMENTATION}; instructions of one call (callgrind), "
           f"millions, and per object; ratio = autosave / pickle protocol 5\n")
     print("| graph | objects | op | pickle M | autosave M | ratio | pickle per object "
           "| autosave per object |")

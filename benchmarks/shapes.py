@@ -30,7 +30,7 @@ import sys
 import time
 
 import autosave
-from autosave import kernels
+from autosave.format import kernels
 from compare import codegen_switch, in_python_loops, peak_bytes, rounds
 from graphs import allow_deep_recursion, count_objects, deep_call, same_graph
 from shapemodel import gen

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from autosave.coroutines.transform import state_machine_source
 from autosave.errors import CoroutineError
-from autosave.generated import COROUTINES, MODULE
-from autosave.schema import schema_of
-from autosave.walk import Walker
+from autosave.model.generated import COROUTINES, MODULE
+from autosave.model.schema import schema_of
+from autosave.saving.walk import Walker
 
 from . import manifest as manifest_
 from .collect import collect, coroutine_functions, inside, where
@@ -84,7 +84,7 @@ State machines of the package's @autosave.coroutine functions, found by the deco
 before it would transform a function's source; each carries the fingerprint of the
 code it was made from, and a function changed since is transformed at run time."""
 COROUTINE_IMPORTS = ["from autosave.coroutines import register_precompiled",
-                     "from autosave.generated import require_abi as _require_abi"]
+                     "from autosave.model.generated import require_abi as _require_abi"]
 
 
 def check_class(cls):

@@ -13,8 +13,8 @@ import pkgutil
 import types
 import typing
 
-from autosave.generated import MODULE
-from autosave.registry import REGISTRY
+from autosave.model.generated import MODULE
+from autosave.model.registry import REGISTRY
 
 from .errors import CodegenError
 

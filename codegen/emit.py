@@ -13,7 +13,7 @@ What each class gets depends on its schema's layout (``ClassSchema.layout``):
   module says so per class.
 
 Generated code calls nothing of the engine but the operations of
-``autosave.saver.SaveContext`` (save) and its three arguments (load), under the
+``autosave.saving.saver.SaveContext`` (save) and its three arguments (load), under the
 interface version the module is stamped with (``codegen.source``).
 
 The output is deterministic: classes in name order, no paths, no timestamps.
@@ -21,8 +21,8 @@ The output is deterministic: classes in name order, no paths, no timestamps.
 
 import keyword
 
-from autosave.generated import SAVE_OPERATIONS
-from autosave.schema import schema_of
+from autosave.model.generated import SAVE_OPERATIONS
+from autosave.model.schema import schema_of
 
 from .collect import field_hints
 from .source import ModuleSource
@@ -30,11 +30,11 @@ from .source import ModuleSource
 ABOUT = """\
 Each class's code carries the fingerprint of the layout it was made from; a class that
 changed since is saved by reflection, with a warning (AUTOSAVE_STRICT=1: an error).
-It uses the engine only through the save context (autosave.saver.SaveContext)."""
+It uses the engine only through the save context (autosave.saving.saver.SaveContext)."""
 
-IMPORTS = ["from autosave.generated import INLINE as _INLINE",
-           "from autosave.generated import register as _register",
-           "from autosave.generated import require_abi as _require_abi"]
+IMPORTS = ["from autosave.model.generated import INLINE as _INLINE",
+           "from autosave.model.generated import register as _register",
+           "from autosave.model.generated import require_abi as _require_abi"]
 
 SCALARS = {int: "int", float: "float", str: "str", bool: "bool", bytes: "bytes"}
 

@@ -15,9 +15,9 @@ Format history (``"autosave_manifest"``):
   package holds in a codegen manifest), ``trusted`` (release snapshots only), per class ``file``/``line``/``upgrades``, per field
   ``declared``/``line``, and per coroutine ``file``/``line``/``params`` and per label
   ``source_line`` and ``live``. Everything version 1 had keeps its meaning, so readers
-  of version 1 (label matching in ``autosave.generated``) read version 2 unchanged.
+  of version 1 (label matching in ``autosave.model.generated``) read version 2 unchanged.
 * 3: adds per class ``layout``, the schema's one decision of how instances are laid out
-  in a save (``autosave.schema``: slots, dict, fields, extends, state, reduce, enum,
+  in a save (``autosave.model.schema``: slots, dict, fields, extends, state, reduce, enum,
   c-object); ``generated`` is the layout when code is generated for it.
 
 Paths are relative to the directory the package is imported from, so the file is the
@@ -31,8 +31,8 @@ import re
 import sys
 import typing
 
-from autosave.registry import REGISTRY
-from autosave.schema import schema_of
+from autosave.model.registry import REGISTRY
+from autosave.model.schema import schema_of
 
 from .collect import field_hints
 

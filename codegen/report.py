@@ -14,7 +14,7 @@ import typing
 
 import attrs
 
-from autosave.schema import schema_of
+from autosave.model.schema import schema_of
 
 from .collect import field_hints, import_package, inside, named_classes, where
 from .emit import kind_of

@@ -2,12 +2,12 @@
 
 Every module autosave-codegen writes has the same frame: a header saying what made it
 and how to regenerate and check it, its docstring, its imports, the interface stamp
-(``autosave.generated.require_abi``: the module refuses to load into an autosave with
+(``autosave.model.generated.require_abi``: the module refuses to load into an autosave with
 another interface, before it defines anything), then one section per class or
 function, in a deterministic order, each under a ``# -- name ---`` rule.
 """
 
-from autosave.generated import SAVE_ABI
+from autosave.model.generated import SAVE_ABI
 
 # The first line, before any statement, makes type checkers (mypy, also under --strict,
 # and pyright) skip the whole module: generated code is checked by its tests, and a

@@ -1,5 +1,5 @@
 /* autosave._speedups: the module, its functions (csrc/columns.c, references.c, fill.c)
- * by the names autosave/kernels.py imports. */
+ * by the names autosave/format/kernels.py imports. */
 #include "speedups.h"
 
 static PyMethodDef methods[] = {
@@ -65,7 +65,7 @@ static PyModuleDef_Slot slots[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "autosave._speedups",
-    "The engine's per-reference loops in C (autosave/kernels.py).", 0, methods, slots,
+    "The engine's per-reference loops in C (autosave/format/kernels.py).", 0, methods, slots,
     NULL, NULL, NULL,
 };
 

@@ -1,5 +1,5 @@
 /* The engine's per-reference loops in C: what each file holds, and the one helper all
- * of them share. docs/speedups.md is the contract; autosave/kernels.py the same loops in
+ * of them share. docs/speedups.md is the contract; autosave/format/kernels.py the same loops in
  * Python, which picks these once, at import, when the extension was built.
  *
  * Safety, everywhere: every sequence argument is first copied to a tuple (a no-op for a

@@ -8,7 +8,7 @@ path. Any difference fails the test that made the save. The first save's records
 encoded as a save encodes them (by msgspec where it is installed), the second's by
 msgpack alone (format.msgpack_pack), so the two encoders are also compared on every
 save (tests/test_encoding.py has the adversarial cases). The second save also runs the
-engine's loops in Python (``autosave.kernels``) where the first ran them in C, so every
+engine's loops in Python (``autosave.format.kernels``) where the first ran them in C, so every
 save compares the two implementations as well (tests/test_kernels.py).
 """
 
@@ -18,9 +18,9 @@ import pytest
 from hypothesis import settings
 
 import autosave.files
-from autosave.format import encode, frame, msgpack_pack
-from autosave.saver import Saver
-from autosave.kernels import python_loops
+from autosave.format.wire import encode, frame, msgpack_pack
+from autosave.saving.saver import Saver
+from autosave.format.kernels import python_loops
 
 MISMATCHES = []
 

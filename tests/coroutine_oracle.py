@@ -33,7 +33,7 @@ import sys
 import textwrap
 
 import autosave
-from autosave.registry import REGISTRY
+from autosave.model.registry import REGISTRY
 from modtools import fresh_name, load_module, unload
 
 # After every load, ``dumps(loaded) == data`` must hold too (as tests/helpers.roundtrip

@@ -9,7 +9,7 @@ a root value, references as absolute record indices. What an attacker writes.
 
 import msgpack
 
-from autosave.format import encode
+from autosave.format.wire import encode
 
 
 class Ref(list):
@@ -79,13 +79,13 @@ def raw(body, header=b"\x89ASV\x01"):
 
 def records_body(data):
     """[types, records, root] of a save with every object a record (its batch objects
-    expanded, as ``autosave.format.records_of`` gives them): the body of the same graph
+    expanded, as ``autosave.format.wire.records_of`` gives them): the body of the same graph
     in format 3, which a test can edit record by record and write back with ``pack``."""
-    from autosave.format import records_of
+    from autosave.format.wire import records_of
     return list(records_of(data))
 
 
 def pack(body):
     """msgpack bytes of a body (unset-slot markers and wide ints as the extensions)."""
-    from autosave.format import msgpack_pack
+    from autosave.format.wire import msgpack_pack
     return msgpack_pack(body)

@@ -9,7 +9,7 @@ import pytest
 
 import autosave
 from autosave.errors import FormatError, UntrustedTypeError
-from autosave.format import ABSENT, decode, frame, msgpack_pack
+from autosave.format.wire import ABSENT, decode, frame, msgpack_pack
 
 autosave.allow(__name__)
 

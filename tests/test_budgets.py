@@ -11,8 +11,8 @@ import pytest
 
 import autosave
 from autosave.errors import FormatError
-from autosave.kernels import python_loops
-from autosave.limits import MEMORY_BASE, MEMORY_PER_BYTE
+from autosave.format.kernels import python_loops
+from autosave.loading.limits import MEMORY_BASE, MEMORY_PER_BYTE
 
 from forge import Forge
 

@@ -9,9 +9,9 @@ import pytest
 
 import autosave
 from autosave.errors import FormatError
-from autosave.format import (CHECKSUM, CODED_MIN, COLUMN_CODED, COLUMN_INLINE, HEAD, MAGIC,
+from autosave.format.wire import (CHECKSUM, CODED_MIN, COLUMN_CODED, COLUMN_INLINE, HEAD, MAGIC,
                              VERSION, checksum, decode, frame, msgpack_pack)
-from autosave.kernels import python_loops
+from autosave.format.kernels import python_loops
 
 autosave.allow(__name__)
 

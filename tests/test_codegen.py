@@ -15,9 +15,9 @@ from hypothesis import given, settings
 
 import autosave
 import autosave_codegen as codegen
-from autosave.saver import Saver
-from autosave.format import encode
-from autosave.generated import GENERATED
+from autosave.saving.saver import Saver
+from autosave.format.wire import encode
+from autosave.model.generated import GENERATED
 
 from autosave_codegen.collect import collect
 from autosave_codegen.emit import generate
@@ -87,7 +87,7 @@ def test_manifest_describes_fields_types_defaults_and_fingerprints():
     assert fields["squad"]["type"] == "game.model.Squad | None"
     assert fields["kills"]["default"] == {"value": 0}
     assert npc["generated"] is None      # hashed by identity: in batches, no code needed
-    assert npc["fingerprint"] == autosave.schema.schema_of(game.NPC).fingerprint
+    assert npc["fingerprint"] == autosave.model.schema.schema_of(game.NPC).fingerprint
     level = manifest["classes"]["game.model.Level"]
     assert level["root"] is True
     assert {f["name"]: f["transient"] for f in level["fields"]}["last_step_seconds"] is True
@@ -95,7 +95,7 @@ def test_manifest_describes_fields_types_defaults_and_fingerprints():
     # One decision per class: the manifest says what the schema decided, and code is
     # generated exactly for the layouts that get it.
     for name, entry in manifest["classes"].items():
-        schema = autosave.schema.schema_of(autosave.registry.REGISTRY.resolve(name, "class"))
+        schema = autosave.model.schema.schema_of(autosave.model.registry.REGISTRY.resolve(name, "class"))
         assert entry["layout"] == schema.layout, name
         assert entry["generated"] == (schema.layout if schema.why_not_generated is None
                                       else None), name
@@ -181,7 +181,7 @@ def test_property_classes_get_generated_code_when_hashed_by_value():
     # hashed by identity: in batches, a column per field, with no code
     for cls in (graphs_under_test.SlotNode, graphs_under_test.DictNode):
         assert GENERATED.save.get(cls) is None
-        assert "in batches" in autosave.schema.schema_of(cls).why_not_generated
+        assert "in batches" in autosave.model.schema.schema_of(cls).why_not_generated
 
 
 @pytest.mark.slow
@@ -361,8 +361,8 @@ def test_compiled_generated_module_gives_the_same_bytes(tmp_path):
     code = PROBE.format(pkg=pkg) + textwrap.dedent(f'''
         import {pkg}._autosave_generated as g
         print("compiled:", not g.__file__.endswith(".py"))
-        from autosave.saver import Saver
-        from autosave.format import encode
+        from autosave.saving.saver import Saver
+        from autosave.format.wire import encode
         assert data == encode(*Saver(generated=False).run(a))
         ''')
     probe = run(tmp_path, [], code=code)
@@ -523,8 +523,8 @@ def test_generated_code_reaching_past_the_context_fails_the_save_loudly(tmp_path
 
 
 def test_the_save_context_offers_exactly_the_documented_operations():
-    from autosave.generated import SAVE_OPERATIONS
-    from autosave.saver import Saver, SaveContext
+    from autosave.model.generated import SAVE_OPERATIONS
+    from autosave.saving.saver import Saver, SaveContext
     context = SaveContext(Saver())
     assert SaveContext.__slots__ == SAVE_OPERATIONS
     assert all(callable(getattr(context, op)) for op in SAVE_OPERATIONS)

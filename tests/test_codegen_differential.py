@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import autosave
-from autosave.saver import Saver
-from autosave.format import decode, encode
-from autosave.generated import GENERATED
+from autosave.saving.saver import Saver
+from autosave.format.wire import decode, encode
+from autosave.model.generated import GENERATED
 
 from autosave_codegen.cli import main as codegen_main
 from autosave_codegen.collect import collect

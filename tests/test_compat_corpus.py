@@ -13,7 +13,7 @@ import autosave
 from autosave.cli import main
 from autosave.compat.diff import diff
 from autosave.errors import FormatError
-from autosave.format import frame
+from autosave.format.wire import frame
 
 autosave.allow(__name__)
 ROOT = Path(__file__).resolve().parent.parent
@@ -216,7 +216,7 @@ def test_compat_example_baseline_is_release_1_as_committed():
 
 
 def test_verify_loads_every_checkpoint_of_a_log(tmp_path, capsys):
-    import autosave.registry
+    import autosave.model.registry
     from modtools import fresh_name, load_module, unload
     name = fresh_name("logged")
     game = load_module(name, """
@@ -244,7 +244,7 @@ def test_verify_loads_every_checkpoint_of_a_log(tmp_path, capsys):
                 hp: int
             """)
         # a new build's process would not know the old class at all
-        autosave.registry.REGISTRY.by_name.pop(f"{name}.Hero")
+        autosave.model.registry.REGISTRY.by_name.pop(f"{name}.Hero")
         status, out, _ = run(["compat", "verify", name, "--saves", str(path)], capsys)
     finally:
         unload(name)

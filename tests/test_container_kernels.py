@@ -1,4 +1,4 @@
-"""The loops for plain containers in batches (autosave.kernels: group_kinds,
+"""The loops for plain containers in batches (autosave.format.kernels: group_kinds,
 inline_keyed, dict_entries, fill_dicts) and for coded columns (code_strings,
 decode_codes), in Python and in C, held to one contract
 (docs/speedups.md): same results or the same exception class, on generated inputs and
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autosave import kernels
+from autosave.format import kernels
 from helpers import assert_leaves_nothing
 
 try:

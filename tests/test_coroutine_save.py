@@ -8,7 +8,7 @@ import msgpack
 import pytest
 
 import autosave
-from autosave.format import frame, unframe
+from autosave.format.wire import frame, unframe
 from helpers import roundtrip
 from modtools import fresh_name, load_module, unload
 

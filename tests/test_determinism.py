@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import autosave
-import autosave.order
-from autosave.saver import Saver
-from autosave.format import encode
+import autosave.saving.order
+from autosave.saving.saver import Saver
+from autosave.format.wire import encode
 
 
 autosave.allow(__name__)
@@ -380,12 +380,12 @@ def test_digest_cost_is_linear_in_the_members_parts(monkeypatch):
     # so no digest can be reused between members, yet each traversal enters each cell
     # once; and a set of 2,000 members sharing one long chain digests the chain once.
     calls = [0]
-    parts_of = autosave.order.parts_of
+    parts_of = autosave.saving.order.parts_of
 
     def counting(obj, keep, *cache):
         calls[0] += 1
         return parts_of(obj, keep, *cache)
-    monkeypatch.setattr(autosave.order, "parts_of", counting)
+    monkeypatch.setattr(autosave.saving.order, "parts_of", counting)
     torus = _grid(8)                       # 64 cells
     Saver(generated=False).run(torus)
     assert calls[0] <= 64 * 64 + 64        # one traversal of the torus per member

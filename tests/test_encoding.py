@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import autosave
-import autosave.format as fmt
-from autosave.format import ABSENT, decode, frame, msgpack_pack, pack
+import autosave.format.wire as fmt
+from autosave.format.wire import ABSENT, decode, frame, msgpack_pack, pack
 
 import test_graph_properties as graphs_under_test
 from test_codegen import bench_graphs, game
@@ -341,8 +341,8 @@ def test_without_msgspec_installed_saves_are_the_same_bytes(tmp_path):
         import sys
         sys.modules["msgspec"] = None          # import msgspec raises ImportError
         sys.path[:0] = sys.argv[1:]
-        import autosave.format, test_encoding
-        assert autosave.format._fast_encode is None and autosave.format.msgspec is None
+        import autosave.format.wire, test_encoding
+        assert autosave.format.wire._fast_encode is None and autosave.format.wire.msgspec is None
         for name, make in test_encoding.REAL_GRAPHS.items():
             print(autosave.dumps(make()).hex())
     """)

@@ -13,7 +13,7 @@ import pytest
 
 import autosave
 from autosave.adapters.callables import adapter_class_names
-from autosave.registry import REGISTRY, SAFE_STDLIB_NAMES
+from autosave.model.registry import REGISTRY, SAFE_STDLIB_NAMES
 from forge import Forge
 
 HERE = Path(__file__).parent
@@ -86,7 +86,7 @@ AUDIT_CHILD = textwrap.dedent('''
     import builtins, json, sys, types
     sys.path.insert(0, sys.argv[1])
     import autosave
-    from autosave.registry import SAFE_STDLIB_NAMES
+    from autosave.model.registry import SAFE_STDLIB_NAMES
     from forge import Forge
     from test_gadget_audit import callable_position, POSITIONS
 
@@ -101,7 +101,7 @@ AUDIT_CHILD = textwrap.dedent('''
         return wrapper
 
     # Every resolvable function reaches the loader as a wrapper that records any call.
-    from autosave.registry import REGISTRY
+    from autosave.model.registry import REGISTRY
     functions = []
     for name in sorted(SAFE_STDLIB_NAMES):
         module, _, attr = name.rpartition(".")

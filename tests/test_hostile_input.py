@@ -35,7 +35,7 @@ import autosave
 import forge
 import helpers
 from autosave import FormatError, IncompatibleSaveError, LoadError, UntrustedTypeError
-from autosave.format import unframe
+from autosave.format.wire import unframe
 
 autosave.allow(__name__)
 

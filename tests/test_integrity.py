@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import autosave
-import autosave.format
+import autosave.format.wire
 import format1_graphs
 import forge
 import helpers
 from autosave import ChecksumError, FormatError, TruncatedSaveError
 from autosave.cli import main as cli_main
-from autosave.format import FRAME_SIZE, frame, unframe
+from autosave.format.wire import FRAME_SIZE, frame, unframe
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 FORMAT1 = DATA / "format1"
@@ -75,7 +75,7 @@ def test_a_corrupt_body_is_refused_before_anything_is_decoded(monkeypatch):
     def unpack(*args, **kwargs):
         raise AssertionError("msgpack ran on a body whose checksum fails")
 
-    monkeypatch.setattr(autosave.format.msgpack, "unpackb", unpack)
+    monkeypatch.setattr(autosave.format.wire.msgpack, "unpackb", unpack)
     with pytest.raises(ChecksumError, match="corrupt"):
         autosave.loads(bytes(data))
 
@@ -109,7 +109,7 @@ def expect_single_bit_flip_error(data, pos, bit):
     error, message = info.value, str(info.value)
     if pos < 4:
         assert type(error) is FormatError and "not an autosave file" in message
-    elif pos == 4 and bad[4] in autosave.format.FRAMED:   # another framed version:
+    elif pos == 4 and bad[4] in autosave.format.wire.FRAMED:   # another framed version:
         assert type(error) is ChecksumError                  # the checksum covers it
     elif pos == 4 and bad[4] == 1:     # format 1 has no frame: the header is no body
         assert isinstance(error, FormatError)
@@ -240,7 +240,7 @@ def test_a_forged_frame_with_a_valid_checksum_still_meets_the_body_checks():
 
 def test_format_knows_the_checkpoint_logs_magic():
     from autosave.log.file import MAGIC
-    assert autosave.format.LOG_MAGIC == MAGIC
+    assert autosave.format.wire.LOG_MAGIC == MAGIC
 
 
 def make_log(path):
@@ -281,7 +281,7 @@ def test_saves_of_older_formats_load_with_their_contents(name, version):
     # Saved again, in today's format, the graph gives the bytes of the graph built today.
     again = autosave.dumps(loaded)
     assert again == autosave.dumps(format1_graphs.GRAPHS[name]())
-    assert again[4] == autosave.format.VERSION
+    assert again[4] == autosave.format.wire.VERSION
 
 
 @pytest.mark.parametrize("version", sorted(OLD_FORMATS))

@@ -1,4 +1,4 @@
-"""The engine's per-reference loops (autosave.kernels), in Python and in C, held to one
+"""The engine's per-reference loops (autosave.format.kernels), in Python and in C, held to one
 contract (docs/speedups.md).
 
 One suite runs against both implementations; generated inputs (forged ones for the
@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import autosave
-from autosave import kernels
+from autosave.format import kernels
 from helpers import assert_leaves_nothing
-from autosave.kernels import python_loops
+from autosave.format.kernels import python_loops
 
 FUZZ = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "0") or 0)
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -669,7 +669,7 @@ def run(code, **env):
 def test_autosave_purepython_runs_the_python_loops_to_the_same_bytes():
     code = """
         import autosave
-        from autosave import kernels
+        from autosave.format import kernels
         class Node: pass
         autosave.allow("__main__")
         nodes = [Node() for _ in range(100)]
@@ -771,7 +771,7 @@ def _upgraded_from_1(fields):
 def test_a_true_reference_difference_loads_alike_with_both_loops(difference):
     """msgpack's true in a batch's reference column counts as 1 in both loops; with
     the Python loops it once stayed a bool and a class with upgrade hooks refused it."""
-    from autosave.format import frame, msgpack_pack
+    from autosave.format.wire import frame, msgpack_pack
     data = frame(msgpack_pack([
         [["test_kernels.Upgraded", 1, ["a"]], ["builtins.list", 1, []]], [], [0],
         [[0, 1, [1, [difference]]], [1, 1, [0, [0]], [0, []]]]]))

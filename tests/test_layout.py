@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autosave
-from autosave import format as fmt
-from autosave.plans import InstancePlan, plan_for
-from autosave.schema import schema_of
+from autosave.format import wire as fmt
+from autosave.loading.plans import InstancePlan, plan_for
+from autosave.model.schema import schema_of
 from autosave_codegen.emit import kind_of
 
 autosave.allow(__name__)
@@ -43,7 +43,7 @@ specs = st.fixed_dictionaries({
 
 
 def expected_layout(spec):
-    """The layout docs/format.md and autosave.schema promise, from the spec alone."""
+    """The layout docs/format.md and autosave.model.schema promise, from the spec alone."""
     if spec["hook"] is not None:
         return spec["hook"]
     if spec["base"] is not None:

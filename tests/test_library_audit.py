@@ -36,8 +36,8 @@ CHILD = textwrap.dedent('''
     for name in libraries:
         importlib.import_module(name)
     import autosave
-    from autosave.reconstructors import entry_for
-    from autosave.registry import REGISTRY
+    from autosave.model.reconstructors import entry_for
+    from autosave.model.registry import REGISTRY
     from forge import Forge
     for name in libraries:
         autosave.allow(name)

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import autosave
-from autosave import kernels
+from autosave.format import kernels
 from helpers import assert_leaves_nothing
 
 try:
@@ -200,10 +200,10 @@ def test_the_memo_loops_leave_nothing_behind():
 
 
 def test_a_save_uses_the_memo_of_the_chosen_loops():
-    walker = autosave.walk.Walker()
+    walker = autosave.saving.walk.Walker()
     assert type(walker.memo) is (Memo if kernels.IMPLEMENTATION == "C" else dict)
     with kernels.python_loops():
-        assert type(autosave.walk.Walker().memo) is dict
+        assert type(autosave.saving.walk.Walker().memo) is dict
 
 
 def run(code):

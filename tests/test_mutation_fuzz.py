@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 import autosave
 from autosave.cli import main
-from autosave.format import encode, unframe
-from autosave.kernels import python_loops
+from autosave.format.wire import encode, unframe
+from autosave.format.kernels import python_loops
 
 autosave.allow(__name__)
 
@@ -98,7 +98,7 @@ def load_outcome(data):
 
 
 def check_all(data, tmp_path, capsys):
-    # The load's loops in C and in Python (autosave.kernels) must agree on every file.
+    # The load's loops in C and in Python (autosave.format.kernels) must agree on every file.
     loaded = load_outcome(data)
     with python_loops():
         assert load_outcome(data) == loaded
@@ -129,7 +129,7 @@ def test_structure_edits(tmp_path, capsys, data):
     except (TypeError, ValueError, OverflowError):
         return
     if blob is None:
-        blob = autosave.format.frame(msgpack.packb(body, use_bin_type=True,
+        blob = autosave.format.wire.frame(msgpack.packb(body, use_bin_type=True,
                                                    unicode_errors="surrogatepass"))
     check_all(blob, tmp_path, capsys)
 

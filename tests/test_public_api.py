@@ -126,7 +126,7 @@ def test_the_namespace_shows_the_public_api_only():
 
 @pytest.mark.parametrize("argv", [["-m", "autosave", "--version"]])
 def test_version_and_python_dash_m(argv):
-    from autosave.kernels import IMPLEMENTATION
+    from autosave.format.kernels import IMPLEMENTATION
     out = subprocess.run([sys.executable, *argv], capture_output=True, text=True)
     loops = "C loops" if IMPLEMENTATION == "C" else "pure-Python loops"
     assert out.returncode == 0 and out.stdout.startswith(f"autosave {autosave.__version__} "

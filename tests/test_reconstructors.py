@@ -1,7 +1,7 @@
 """What a load may call, attacked (docs/security.md, "What the loader calls").
 
 A save names the callable of a ``__reduce__`` record; the reconstructor registry
-(autosave/reconstructors.py) decides whether a load may call it and checks its
+(autosave/model/reconstructors.py) decides whether a load may call it and checks its
 arguments first. Package trust alone never makes a class constructible with arguments
 from the file, and the arguments, states and items a load hands to trusted code are
 inert data: no lazy iterator that would call something when the code iterates it, no
@@ -21,7 +21,7 @@ import attrs
 import pytest
 
 import autosave
-from autosave.kernels import python_loops
+from autosave.format.kernels import python_loops
 from forge import Forge
 
 LOOPS = [pytest.param(contextlib.nullcontext, id="C-loops"),
@@ -221,7 +221,7 @@ def test_the_callable_fix_the_save_error_suggests_works():
         back = autosave.loads(autosave.dumps(Callbacked(shout)))
         assert back.callback is shout
     finally:
-        from autosave.reconstructors import unregister
+        from autosave.model.reconstructors import unregister
         unregister(Callbacked)
 
 

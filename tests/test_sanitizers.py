@@ -57,7 +57,7 @@ spec = importlib.util.spec_from_file_location("autosave._speedups", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 sys.modules["autosave._speedups"] = module
-from autosave import kernels
+from autosave.format import kernels
 assert kernels.IMPLEMENTATION == "C" and kernels._speedups is module, "not the sanitized build"
 import pytest
 sys.exit(pytest.main(sys.argv[2:]))

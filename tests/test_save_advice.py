@@ -316,7 +316,7 @@ def test_a_reduce_calling_a_function_follows_each_fix(module, unregister):
     try:
         assert autosave.copy(game.Coin(3)).x == 3
     finally:
-        from autosave.reconstructors import unregister as forget
+        from autosave.model.reconstructors import unregister as forget
         forget(game.make)
     unregister(autosave.register(game.Coin, save=lambda c: [c.x], load=game.Coin,
                                  args=(int,)))
@@ -341,7 +341,7 @@ def test_a_reduce_passing_a_callable_follows_the_fix(module):
     try:
         assert autosave.copy(game.Hook(game.on_hit)).callback() == "ouch"
     finally:
-        from autosave.reconstructors import unregister as forget
+        from autosave.model.reconstructors import unregister as forget
         forget(game.Hook)
 
 
@@ -371,7 +371,7 @@ def test_a_game_class_whose_reduce_passes_a_callable_follows_the_fix(module):
     try:
         assert autosave.copy(game.Trap(game.on_hit)).callback() == "ouch"
     finally:
-        from autosave.reconstructors import unregister as forget
+        from autosave.model.reconstructors import unregister as forget
         forget(game.Trap)
 
 
@@ -416,7 +416,7 @@ def test_a_reduce_naming_an_untrusted_class_loads_once_registered(module):
     try:
         assert autosave.copy(game.Marker(4)).x == 4
     finally:
-        from autosave.reconstructors import unregister as forget
+        from autosave.model.reconstructors import unregister as forget
         forget(other.Point)
 
 
@@ -539,24 +539,24 @@ def test_a_coroutine_defined_in_a_function_first_fix_move_it(tmp_path, monkeypat
 # Advice a save error gives, per module, with the test above that follows it. A new
 # advice string fails this test until a test following it is added here.
 ADVICE = {
-    "advice.py": {"autosave.transient and": "test_an_open_file_is_refused_with_advice_that_works",
+    "saving/advice.py": {"autosave.transient and": "test_an_open_file_is_refused_with_advice_that_works",
                   "assign the lambda": "test_a_lambda_in_a_module_body_is_not_told_to_move_to_module_level",
                   "keep the name bound": "test_a_rebound_module_level_function_says_so",
                   "bound to its name": "test_a_closure_whose_outer_function_was_replaced_says_so",
                   "write it in the module's source": "test_a_function_made_by_exec_is_not_told_to_move",
                   "move the @autosave.coroutine function to module level":
                       "test_a_coroutine_defined_in_a_function_first_fix_move_it"},
-    "plans.py": {"call autosave.allow(": "test_loading_before_importing_the_game_names_the_module_once"},
-    "registry.py": {"call autosave.allow(": "test_a_class_outside_the_allowed_namespaces_loads_once_allowed",
+    "loading/plans.py": {"call autosave.allow(": "test_loading_before_importing_the_game_names_the_module_once"},
+    "model/registry.py": {"call autosave.allow(": "test_a_class_outside_the_allowed_namespaces_loads_once_allowed",
                     "move it to module level": "test_a_class_defined_in_a_function_follows_either_fix",
                     "keep it bound to that name": "test_a_class_whose_name_was_rebound_follows_either_fix"},
-    "schema.py": {"autosave.register(": "test_a_c_object_loads_once_an_adapter_is_registered",
+    "model/schema.py": {"autosave.register(": "test_a_c_object_loads_once_an_adapter_is_registered",
                   "give the class __getstate__": "test_a_subclass_of_a_c_class_loads_once_it_has_getstate"},
-    "dispatch.py": {"@autosave.coroutine": "test_a_plain_generator_loads_once_decorated"},
+    "model/dispatch.py": {"@autosave.coroutine": "test_a_plain_generator_loads_once_decorated"},
     "adapters/callables.py": {"autosave.reconstructor({}{}){}": "test_a_reduce_calling_a_function_follows_each_fix",
                               "__getstate__/__setstate__": "test_a_reduce_calling_a_function_follows_each_fix",
                               "is written to take a callable there": "test_a_game_class_whose_reduce_passes_a_callable_follows_the_fix"},
-    "reconstructors.py": {"autosave.reconstructor(": "test_a_reduce_naming_an_untrusted_class_loads_once_registered",
+    "model/reconstructors.py": {"autosave.reconstructor(": "test_a_reduce_naming_an_untrusted_class_loads_once_registered",
                           "__getstate__/__setstate__": "test_a_state_holding_an_iterator_follows_the_fix"},
 }
 _ADVICE_WORDS = re.compile(
@@ -599,7 +599,8 @@ def test_every_advice_site_is_followed(relative):
 
 
 def test_no_advice_outside_the_files_checked_above():
-    for path in [*PACKAGE.glob("*.py"), *PACKAGE.glob("adapters/*.py")]:
+    for path in [p for folder in ("", "model/", "saving/", "loading/", "format/", "adapters/")
+                 for p in PACKAGE.glob(folder + "*.py")]:
         relative = path.relative_to(PACKAGE).as_posix()
         if relative not in ADVICE:
             assert not _advice(path), f"{relative}: advice no test here follows"

@@ -1,6 +1,6 @@
 """Set members saved as inline values only (frozen dataclasses of ints, namedtuples of
 floats, tuples of strings) get their digests without the graph the other members need
-(autosave.order.SetOrder.digests): the same digests, hence the same canonical order
+(autosave.saving.order.SetOrder.digests): the same digests, hence the same canonical order
 and the same bytes, as the graph gives them."""
 
 import collections
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autosave
-from autosave.order import SetOrder
+from autosave.saving.order import SetOrder
 
 autosave.allow(__name__)
 

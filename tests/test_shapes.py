@@ -12,7 +12,7 @@ import pytest
 
 import autosave
 import autosave_codegen as codegen
-from autosave.kernels import python_loops
+from autosave.format.kernels import python_loops
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 if str(BENCHMARKS) not in sys.path:

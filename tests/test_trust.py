@@ -8,7 +8,7 @@ import msgpack
 import pytest
 
 import autosave
-from autosave.registry import REGISTRY
+from autosave.model.registry import REGISTRY
 from modtools import fresh_name, load_module, unload
 
 HEADER = b"\x89ASV\x01"

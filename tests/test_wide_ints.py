@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import autosave
 import autosave.files
 from autosave import FormatError, SaveError
-from autosave.format import HEAD, CHECKSUM, MAGIC, checksum, frame
+from autosave.format.wire import HEAD, CHECKSUM, MAGIC, checksum, frame
 
 autosave.allow(__name__)
 

@@ -78,7 +78,7 @@ class Adapter:
     create = None             # optional fn(rec, vals) -> filled object: allocate and fill
                               # in one step, used when nothing about the record must wait
     has_loaded_hook = False
-    c_dealloc = False         # CPython frees it by unchecked C recursion (autosave.limits);
+    c_dealloc = False         # CPython frees it by unchecked C recursion (autosave.loading.limits);
                               # an int: the C stack a level takes, in deque levels
     hash_kind = 0             # 0: hashing it visits nothing else; 1: hashes its parts by
                               # unchecked C recursion; 2: hashes its parts otherwise

@@ -14,13 +14,13 @@ import operator
 import sys
 import types
 
-from ..advice import function_not_found
+from ..saving.advice import function_not_found
 from ..errors import FormatError, IncompatibleSaveError, UntrustedTypeError
-from ..limits import charge
-from ..loadcheck import bound_hook, class_attribute, exact, str_dict
-from ..purity import impure_names, is_pure
-from ..reconstructors import check_arguments, check_inert, entry_for, named, register
-from ..registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
+from ..loading.limits import charge
+from ..loading.loadcheck import bound_hook, class_attribute, exact, str_dict
+from ..model.purity import impure_names, is_pure
+from ..model.reconstructors import check_arguments, check_inert, entry_for, named, register
+from ..model.registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
 from .base import ADAPTERS_BY_NAME, ON_REGISTER, PENDING, Adapter, activate_pending, register_adapter
 
 
@@ -424,7 +424,7 @@ class ReduceAdapter(Adapter):
 
 
 def check_constructor(func, obj, newobj=False, args=()):
-    """Refuse at save time a reduce value a load would refuse (autosave/reconstructors.py:
+    """Refuse at save time a reduce value a load would refuse (autosave/model/reconstructors.py:
     a load calls registered reconstructors and classes' own Python ``__reduce__``, on
     inert arguments), saying how to make it loadable."""
     what = f"{type(obj).__module__}.{type(obj).__qualname__}"

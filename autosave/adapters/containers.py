@@ -9,8 +9,8 @@ import collections
 import types as pytypes
 from itertools import islice
 
-from ..limits import FLOOD_MIN, check_flood
-from ..schema import schema_of
+from ..loading.limits import FLOOD_MIN, check_flood
+from ..model.schema import schema_of
 from .base import Adapter, register_adapter
 
 

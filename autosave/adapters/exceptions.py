@@ -12,8 +12,8 @@ through the trust rules like any saved class; they are made with ``cls.__new__(c
 import builtins
 
 from ..errors import FormatError, UntrustedTypeError
-from ..loadcheck import str_dict
-from ..registry import REGISTRY, stable_name
+from ..loading.loadcheck import str_dict
+from ..model.registry import REGISTRY, stable_name
 from .base import Adapter, register_adapter
 
 

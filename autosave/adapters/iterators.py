@@ -25,9 +25,9 @@ import gc
 from itertools import islice
 
 from ..errors import FormatError
-from ..limits import charge
-from ..loadcheck import MAX_ITERATOR_GAP
-from ..registry import REGISTRY
+from ..loading.limits import charge
+from ..loading.loadcheck import MAX_ITERATOR_GAP
+from ..model.registry import REGISTRY
 from .base import Adapter, register_adapter
 from .containers import flood_checked
 

@@ -1,6 +1,6 @@
 """Reconstructors of third-party packages: the module-level functions their
 ``__reduce__`` names, each registered with the check its arguments must pass
-(autosave/reconstructors.py). Registered once the game has imported the package; this
+(autosave/model/reconstructors.py). Registered once the game has imported the package; this
 module never imports one itself.
 
 * ``numpy.ma.core._mareconstruct(subtype, baseclass, baseshape, basetype)``: an empty
@@ -20,7 +20,7 @@ A masked array or a mesa grid still needs its package allowed (``allow("numpy")`
 import sys
 
 from ..errors import FormatError
-from ..reconstructors import register
+from ..model.reconstructors import register
 from .base import when_imported
 
 MAX_SHAPE = 1 << 20           # a masked array's placeholder base: numpy writes (0,)

@@ -25,8 +25,8 @@ import sys
 from math import prod
 
 from ..errors import FormatError
-from ..loadcheck import MAX_ITERATOR_GAP, exact
-from ..purity import declare
+from ..loading.loadcheck import MAX_ITERATOR_GAP, exact
+from ..model.purity import declare
 from .base import Adapter, register_adapter, when_imported
 
 MAX_DIMS = 32                 # numpy's own limit is 64; no game needs more than a few
@@ -465,7 +465,7 @@ def register_numpy():
         register_adapter(adapter)
     from .base import ADAPTERS_BY_TYPE
     ADAPTERS_BY_TYPE[np.ndarray] = DISPATCH
-    # saved bound methods (autosave/purity.py): arrays and scalars compute, but write
+    # saved bound methods (autosave/model/purity.py): arrays and scalars compute, but write
     # files with tofile and dump
     for cls in (np.ndarray, np.generic):
         declare(cls, impure=("tofile", "dump"))

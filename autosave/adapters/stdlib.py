@@ -15,7 +15,7 @@ import re
 from ast import literal_eval
 
 from ..errors import FormatError, IncompatibleSaveError
-from ..loadcheck import MAX_FRACTION_BITS
+from ..loading.loadcheck import MAX_FRACTION_BITS
 from .base import Adapter, register_adapter
 
 

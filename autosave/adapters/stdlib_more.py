@@ -19,7 +19,7 @@ import typing
 import warnings
 
 from ..errors import FormatError, IncompatibleSaveError
-from ..loadcheck import exact, str_dict
+from ..loading.loadcheck import exact, str_dict
 from .base import Adapter, register_adapter
 from .iterators import iter_only
 

@@ -1,7 +1,7 @@
 """The checker: a baseline snapshot and the current one -> findings, one per change.
 
-Every rule mirrors what the loader does with an old save (autosave/rebuild.py,
-autosave/coroutines/adapter.py, autosave/registry.py): a class is found by stable name
+Every rule mirrors what the loader does with an old save (autosave/loading/rebuild.py,
+autosave/coroutines/adapter.py, autosave/model/registry.py): a class is found by stable name
 or alias, fields are mapped by name, a declared field the save lacks needs a default
 unless upgrade hooks run (then the hooks are trusted to supply it, and `verify` checks
 that they do), hooks chain from the saved version to the current one, enum members are

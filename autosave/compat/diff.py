@@ -1,6 +1,6 @@
 """`autosave diff A B`: two saves compared by structure, safe on files from anyone.
 
-Both files are only decoded (``autosave.format.decode``): no object is built, nothing
+Both files are only decoded (``autosave.format.wire.decode``): no object is built, nothing
 is imported or called, so the files may come from strangers. The comparison walks both
 graphs from the root at once, pairing records met along the same object path
 (``root.npcs[3].hp``): it reports changed values, changed classes, fields and items
@@ -17,8 +17,8 @@ import attrs
 
 from ..adapters import ADAPTERS_BY_NAME
 from ..errors import FormatError
-from ..format import ABSENT, records_of, target as reference_target
-from ..limits import FLOOD_MIN, check_flood
+from ..format.wire import ABSENT, records_of, target as reference_target
+from ..loading.limits import FLOOD_MIN, check_flood
 
 MAPPINGS = {"builtins.dict", "collections.OrderedDict", "collections.Counter"}
 SETS = {"builtins.set", "builtins.frozenset"}

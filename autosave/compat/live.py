@@ -10,7 +10,7 @@ import os
 import sys
 
 from ..errors import SnapshotError
-from ..registry import REGISTRY
+from ..model.registry import REGISTRY
 from . import model
 
 

@@ -20,12 +20,12 @@ import attrs
 from ..adapters import ADAPTERS_BY_NAME
 from ..errors import CorpusError, CorruptLogError, FormatError, LoadError
 from ..files import loads
-from ..format import ABSENT, MAGIC, STATE_FIELDS, decode, records_of, target
+from ..format.wire import ABSENT, MAGIC, STATE_FIELDS, decode, records_of, target
 from ..log.file import MAGIC as LOG_MAGIC
 from ..log.file import PAYLOAD, LogFile
 from ..log.history import CheckpointLog
-from ..registry import REGISTRY
-from ..schema import schema_of
+from ..model.registry import REGISTRY
+from ..model.schema import schema_of
 
 OK, INCOMPATIBLE, MISTYPED, CORRUPT, SKIPPED = "ok", "incompatible", "mistyped", "corrupt", "skipped"
 BREAKING = (INCOMPATIBLE, MISTYPED)

@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 
 from ..adapters.base import ADAPTERS_BY_TYPE
 from ..errors import CoroutineError
-from ..generated import PRECOMPILED_COROUTINES, enabled as generated_enabled
+from ..model.generated import PRECOMPILED_COROUTINES, enabled as generated_enabled
 from . import labels as labels_mod
 from . import transform
 from .adapter import COROUTINE

@@ -20,11 +20,11 @@ import types
 
 from ..adapters.base import ADAPTERS_BY_TYPE, Adapter, register_adapter
 from ..adapters.callables import GLOBAL
-from ..advice import local_coroutine
+from ..saving.advice import local_coroutine
 from ..errors import FormatError, IncompatibleSaveError, SaveError
-from ..loadcheck import class_attribute
-from ..reconstructors import PASSIVE_ITERATORS
-from ..registry import REGISTRY, SAFE_STDLIB_NAMES
+from ..loading.loadcheck import class_attribute
+from ..model.reconstructors import PASSIVE_ITERATORS
+from ..model.registry import REGISTRY, SAFE_STDLIB_NAMES
 from .runtime import DONE, RUNNING, UNBOUND, Coroutine, Loading
 from .specs import FunctionRef, spec_of
 

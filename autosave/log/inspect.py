@@ -13,7 +13,7 @@ import re
 import sys
 
 from ..errors import FormatError, LoadError
-from ..format import sizes_by_class
+from ..format.wire import sizes_by_class
 from .file import LogFile
 from .history import CheckpointLog
 from .records import inflate_checkpoint

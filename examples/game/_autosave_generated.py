@@ -5,12 +5,12 @@
 #     autosave-codegen --check game
 # Each class's code carries the fingerprint of the layout it was made from; a class that
 # changed since is saved by reflection, with a warning (AUTOSAVE_STRICT=1: an error).
-# It uses the engine only through the save context (autosave.saver.SaveContext).
+# It uses the engine only through the save context (autosave.saving.saver.SaveContext).
 """Generated save/load code for game."""
 
-from autosave.generated import INLINE as _INLINE
-from autosave.generated import register as _register
-from autosave.generated import require_abi as _require_abi
+from autosave.model.generated import INLINE as _INLINE
+from autosave.model.generated import register as _register
+from autosave.model.generated import require_abi as _require_abi
 
 _require_abi(4, __name__, uses=('type_index', 'lookup', 'mention', 'fallback'))
 

@@ -58,7 +58,7 @@ def test_a_grid_model_loads_and_steps_on_as_an_uninterrupted_run(saved_after):
 
 
 def test_without_the_registered_reconstructor_a_grid_is_refused():
-    from autosave.reconstructors import register, unregister
+    from autosave.model.reconstructors import register, unregister
     import mesa.discrete_space.grid as grid
     autosave.allow("mesa")
     data = autosave.dumps(Walkers(seed=1))

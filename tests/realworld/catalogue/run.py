@@ -11,7 +11,7 @@ import pickle
 import warnings
 
 import autosave
-from autosave.registry import REGISTRY
+from autosave.model.registry import REGISTRY
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, overload
 
-from .errors import IncompatibleSaveError, SaveError, UntrustedTypeError
+from ..errors import IncompatibleSaveError, SaveError, UntrustedTypeError
 
 # Pure functions and plain classes of the standard library a save may refer to by name
 # (sort keys, defaultdict factories, partial targets). A save never calls them itself

@@ -35,13 +35,13 @@ from collections import deque
 
 from xxhash import xxh3_128_hexdigest
 
-from . import dispatch
-from .adapters.callables import FUNCTION, REDUCE
-from .adapters.exceptions import EXCEPTION
-from .adapters.weak import WeakAdapter
-from .format import ABSENT, INLINE_TYPES
+from ..model import dispatch
+from ..adapters.callables import FUNCTION, REDUCE
+from ..adapters.exceptions import EXCEPTION
+from ..adapters.weak import WeakAdapter
+from ..format.wire import ABSENT, INLINE_TYPES
 from .paths import reduce_value
-from .registry import REGISTRY, stable_name
+from ..model.registry import REGISTRY, stable_name
 
 _pack_double = struct.Struct(">d").pack
 # ints within it are written in decimal, beyond it in hex (str() of a huge int is

@@ -13,10 +13,10 @@ from functools import partial
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import is_
 
-from . import kernels
-from .adapters import ADAPTERS_BY_NAME
-from .errors import FormatError
-from .format import (ABSENT, COLUMN_CODED, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES,
+from ..format import kernels
+from ..adapters import ADAPTERS_BY_NAME
+from ..errors import FormatError
+from ..format.wire import (ABSENT, COLUMN_CODED, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES,
                      check_lengths, decoded_column, merge_mixed)
 from .limits import FLOOD_MIN, check_flood
 

@@ -2,9 +2,9 @@
 saved version to the current one, run on the plain field dict (docs/format.md, Reading,
 step 2)."""
 
-from .errors import (FormatError, IncompatibleSaveError, LoadError, UnreachableUpgradeWarning,
+from ..errors import (FormatError, IncompatibleSaveError, LoadError, UnreachableUpgradeWarning,
                      warn_at_caller)
-from .loadcheck import describe
+from ..loading.loadcheck import describe
 from .registry import REGISTRY
 
 

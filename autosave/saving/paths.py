@@ -13,12 +13,12 @@ import functools
 import types
 from collections import deque
 
-from .adapters import ADAPTERS_BY_TYPE
-from .adapters.weak import WeakAdapter
-from .coroutines.runtime import RUNNING, Coroutine
-from .errors import SaveError
-from .format import INLINE_TYPES
-from .schema import schema_of
+from ..adapters import ADAPTERS_BY_TYPE
+from ..adapters.weak import WeakAdapter
+from ..coroutines.runtime import RUNNING, Coroutine
+from ..errors import SaveError
+from ..format.wire import INLINE_TYPES
+from ..model.schema import schema_of
 
 
 def placed(walker, obj, e):

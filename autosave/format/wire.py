@@ -12,7 +12,7 @@ except ImportError:                # the fast extra is not installed
     msgspec = None
 
 from . import kernels
-from .errors import ChecksumError, FormatError, TruncatedSaveError
+from ..errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
 VERSION = 5        # 5: coded columns; 4: batches; 3: ints beyond 64 bits inline (extension 1);
@@ -150,7 +150,7 @@ class _Absent:
     __slots__ = ()
 
     def __repr__(self):
-        return "autosave.format.ABSENT"
+        return "autosave.format.wire.ABSENT"
 
     def __reduce__(self):            # pickle and copy give back the one marker
         return "ABSENT"

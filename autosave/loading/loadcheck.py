@@ -8,7 +8,7 @@ iterator standing in for one is malformed. Hooks are looked up on the class, nev
 the instance, whose attributes are the file's data.
 """
 
-from .errors import FormatError
+from ..errors import FormatError
 
 # Fixed ceilings on what a record may make the loader allocate or compute, whatever the
 # file declares; each is far beyond what a game's own save holds (docs/security.md).

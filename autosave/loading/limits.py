@@ -26,8 +26,8 @@ from contextvars import ContextVar
 from itertools import compress
 from operator import itemgetter
 
-from .errors import FormatError
-from .format import target
+from ..errors import FormatError
+from ..format.wire import target
 
 C_DEPTH = 3000
 

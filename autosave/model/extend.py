@@ -19,8 +19,8 @@ object. Trust rules (docs/security.md, docs/types.md):
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from .adapters.base import Adapter, register_adapter
-from .errors import FormatError
+from ..adapters.base import Adapter, register_adapter
+from ..errors import FormatError
 from .registry import stable_name
 
 _ANY = object()

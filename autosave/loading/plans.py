@@ -9,16 +9,16 @@ from collections import deque
 from itertools import islice
 from types import MemberDescriptorType
 
-from .adapters import ADAPTERS_BY_NAME
-from .adapters.callables import apply_default_state
-from .adapters.containers import flood_checked
-from .errors import FormatError, IncompatibleSaveError, LoadError, UntrustedTypeError
-from .format import ABSENT, STATE_FIELDS, type_entry
+from ..adapters import ADAPTERS_BY_NAME
+from ..adapters.callables import apply_default_state
+from ..adapters.containers import flood_checked
+from ..errors import FormatError, IncompatibleSaveError, LoadError, UntrustedTypeError
+from ..format.wire import ABSENT, STATE_FIELDS, type_entry
 from .loadcheck import bound_hook, class_attribute, describe
-from .reconstructors import check_inert
-from .registry import REGISTRY
-from .schema import schema_of
-from .upgrades import run_upgrades, unreachable_hooks, upgrade_chain
+from ..model.reconstructors import check_inert
+from ..model.registry import REGISTRY
+from ..model.schema import schema_of
+from ..model.upgrades import run_upgrades, unreachable_hooks, upgrade_chain
 
 
 # -- plans for classes -------------------------------------------------------------------

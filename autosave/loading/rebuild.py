@@ -16,15 +16,15 @@ from collections import deque
 from itertools import islice, repeat
 from operator import is_
 
-from .errors import FormatError, LoadError
+from ..errors import FormatError, LoadError
 from .fill import Filler, allocate
-from .format import target
-from .generated import GENERATED
+from ..format.wire import target
+from ..model.generated import GENERATED
 from .limits import check_records
 from .loadcheck import bound_hook, describe
 from .plans import InstancePlan, plan_for, release_plans
 from .readers import Gates
-from .reconstructors import CHECKED
+from ..model.reconstructors import CHECKED
 
 
 class _Missing:

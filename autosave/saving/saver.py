@@ -10,16 +10,16 @@ graph a million levels deep is saved like a flat one.
 
 Handlers come from generated code (``autosave-codegen``), which sees nothing of the
 engine but ``SaveContext`` below, or from reflection (``walk``: one maker per kind of
-class, in ``autosave.dispatch``'s order). Generated or not, the records are the same
+class, in ``autosave.model.dispatch``'s order). Generated or not, the records are the same
 bytes: the suite saves every graph both ways. A failure is a SaveError with the path
 of the object whose handler failed: a save walks the graph once, whatever happens.
 """
 
-from .errors import FormatError, LoadError, SaveError
-from .generated import GENERATED, SAVE_OPERATIONS
-from .limits import check_records
+from ..errors import FormatError, LoadError, SaveError
+from ..model.generated import GENERATED, SAVE_OPERATIONS
+from ..loading.limits import check_records
 from .paths import find_path
-from .plans import plan_for, release_plans
+from ..loading.plans import plan_for, release_plans
 from .walk import Walker
 
 

@@ -1,9 +1,9 @@
 """Save, reflectively: the record of each object, made from what its class is.
 
 ``Walker`` holds a save's tables (type table, records, the memo of each object's *cell*)
-and one record maker per kind of class (``autosave.dispatch``'s order, a ``MAKERS``
+and one record maker per kind of class (``autosave.model.dispatch``'s order, a ``MAKERS``
 entry each). A maker returns ``[type index, parts...]`` whose parts are inline values
-and the cells of the objects mentioned; ``autosave.format`` alone turns cells into
+and the cells of the objects mentioned; ``autosave.format.wire`` alone turns cells into
 references when the record is emitted (``emit_record``). The engine that drives the
 walk is ``saver.Saver``, whose loop (``drain``) is here: it visits what a maker
 mentions depth-first, so records come in post-order, without recursion.
@@ -19,20 +19,21 @@ import types
 from collections import deque
 from itertools import chain, repeat
 
-from .adapters import ADAPTERS_BY_TYPE
-from .adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
-from .adapters.containers import flat_items
-from .adapters.exceptions import EXCEPTION
-from .adapters.weak import WeakAdapter
-from .errors import SaveError
+from ..adapters import ADAPTERS_BY_TYPE
+from ..adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
+from ..adapters.containers import flat_items
+from ..adapters.exceptions import EXCEPTION
+from ..adapters.weak import WeakAdapter
+from ..errors import SaveError
 from .columns import Batches, batchable
-from .format import ABSENT, INLINE_TYPES, STATE_FIELDS, emitter, marked, reference
+from ..format.wire import ABSENT, INLINE_TYPES, STATE_FIELDS, emitter, marked, reference
 from .order import SetOrder
 from .paths import reduce_value, find_path, labelled_children, placed, placed_cause
-from . import dispatch, kernels
-from .reconstructors import check_state
-from .registry import REGISTRY
-from .schema import schema_of
+from ..model import dispatch
+from ..format import kernels
+from ..model.reconstructors import check_state
+from ..model.registry import REGISTRY
+from ..model.schema import schema_of
 
 
 PRIMITIVES = INLINE_TYPES    # written as themselves
@@ -286,7 +287,7 @@ class Walker:
     def record_handler_for(self, cls, kind, detail):
         return self.MAKERS[kind](self, cls, detail)
 
-    # One maker per kind of class (autosave.dispatch), each followed by its table entry.
+    # One maker per kind of class (autosave.model.dispatch), each followed by its table entry.
     MAKERS = {}
 
     def function_handler(self, cls, _):

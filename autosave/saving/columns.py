@@ -27,12 +27,12 @@ from itertools import chain, compress, repeat
 from operator import is_, itemgetter, not_
 from types import MemberDescriptorType
 
-from .format import (ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES,
+from ..format.wire import (ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES,
                      inline_column)
-from . import dispatch
-from .adapters import ADAPTERS_BY_TYPE
+from ..model import dispatch
+from ..adapters import ADAPTERS_BY_TYPE
 from .paths import placed, placed_cause
-from .registry import REGISTRY
+from ..model.registry import REGISTRY
 
 _ABSENT_TYPE = type(ABSENT)
 _first = itemgetter(0)

@@ -2,7 +2,7 @@
 
 The schema is the one place that decides how a class's instances are laid out in a
 save: ``ClassSchema.layout``, computed once per class, which the saver, the loader,
-autosave-codegen and the manifest all read (``autosave.dispatch`` puts the builtin
+autosave-codegen and the manifest all read (``autosave.model.dispatch`` puts the builtin
 adapters, functions and classes in front of it, in one fixed lookup order). Layouts:
 
 * ``enum``      saved by member name

@@ -19,8 +19,8 @@ import json
 import os
 import sys
 
-from .errors import StaleGeneratedCodeError, warn_at_caller
-from .format import INLINE_TYPES
+from ..errors import StaleGeneratedCodeError, warn_at_caller
+from ..format.wire import INLINE_TYPES
 from .registry import REGISTRY
 from .schema import schema_of
 

@@ -1,0 +1,1 @@
+"""Load: records -> objects, checked and bounded on files from anyone."""

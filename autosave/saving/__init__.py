@@ -1,0 +1,1 @@
+"""Save: a root -> records, in one walk (reflective, batched or generated)."""
