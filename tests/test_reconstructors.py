@@ -403,7 +403,7 @@ class TupleState:
 @pytest.mark.parametrize("make, path", [
     (lambda bad: TupleState(1, [2, bad]), "root['x'].<state>[1][1]"),
     (lambda bad: TupleState(({"a": bad}, None)), "root['x'].<state>[0][0]['a']"),
-    (lambda bad: OwnReduce(TupleState(bad), 2), "root['x'].<arg 0>.<state>[0]"),
+    (lambda bad: OwnReduce(TupleState(bad), 2), "root['x'].<args>[0].<state>[0]"),
 ])
 def test_a_save_error_inside_any_state_names_its_real_path(make, path):
     import threading

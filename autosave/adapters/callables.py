@@ -90,6 +90,9 @@ class MethodAdapter(Adapter):
     # builtin methods ([].append) share their type with builtin functions (len): the
     # walker routes those with a non-module __self__ here
 
+    def labels(self, parts):
+        return (".__self__", ".__func__")
+
     def parts(self, obj):
         owner = obj.__self__
         name = obj.__name__
@@ -181,6 +184,9 @@ class PartialAdapter(Adapter):
     def parts(self, obj):
         return [obj.func, obj.args, obj.keywords, obj.__dict__ or None]
 
+    def labels(self, parts):
+        return (".func", ".args", ".keywords", ".__dict__")
+
     def build(self, vals):
         func, args, keywords, attrs = vals[1:]
         if not callable(func):
@@ -203,6 +209,9 @@ class CellAdapter(Adapter):
             return [obj.cell_contents]
         except ValueError:
             return []
+
+    def labels(self, parts):
+        return (".cell_contents",)
 
     def allocate(self, rec):
         if len(rec) > 2:

@@ -13,7 +13,7 @@ import builtins
 
 from ..errors import FormatError, UntrustedTypeError
 from ..loading.loadcheck import str_dict
-from ..model.registry import REGISTRY, stable_name
+from ..model.registry import REGISTRY
 from .base import Adapter, register_adapter
 
 

@@ -53,6 +53,14 @@ class CoroutineAdapter(Adapter):
                 out.append(value)
         return out
 
+    def labels(self, parts):
+        """The function, the label, then each saved local's name and value."""
+        yield ".<function>"
+        yield ".<label>"
+        for name in parts[2::2]:
+            yield ".<name>"
+            yield f".<local {name}>"
+
     def allocate(self, rec):
         if len(rec) < 3 or len(rec) % 2 == 0:
             raise ValueError("a coroutine record holds a function, a label and name/value pairs")

@@ -12,9 +12,9 @@
    enum, reduce, state, slots, dict, fields, extends, c-object)
 
 Registered assets are a property of instances, not classes: the saver checks them
-before it asks here. The saver (``walk``), the canonical order of sets (``order``) and
-the object paths of errors (``paths``) all follow this one order, so they cannot
-disagree about what an object is made of.
+before it asks here. What an object of each kind is made of is then ``anatomy``'s, which
+the saver (``walk``), the canonical order of sets (``order``) and the object paths of
+errors (``paths``) all read, so they cannot disagree about it.
 """
 
 import itertools

@@ -31,7 +31,6 @@ that was not digested before.
 """
 
 import struct
-from collections import deque
 
 from xxhash import xxh3_128_hexdigest
 
@@ -40,7 +39,7 @@ from ..adapters.callables import FUNCTION, REDUCE
 from ..adapters.exceptions import EXCEPTION
 from ..adapters.weak import WeakAdapter
 from ..format.wire import ABSENT, INLINE_TYPES
-from .paths import reduce_value
+from ..model.anatomy import enum_by_name, instance_parts, reduce_value
 from ..model.registry import REGISTRY, stable_name
 
 _pack_double = struct.Struct(">d").pack
@@ -419,8 +418,8 @@ def _other_parts(cls, obj, keep, kind, detail):
         made = REDUCE.parts_of(obj, rv)
         keep.append(made)
         return "R" + detail.name, made, None
-    if kind == "enum":
-        return f"e{detail.name}.{obj._name_}", (obj._value_,), None
+    if kind == "enum":      # a member by its name; anything else by its value
+        return f"e{detail.name}.{obj._name_}", () if enum_by_name(obj) else (obj._value_,), None
     if kind == "state":
         state = obj.__getstate__()
         keep.append(state)
@@ -428,42 +427,13 @@ def _other_parts(cls, obj, keep, kind, detail):
     if kind not in ("slots", "dict", "fields", "extends"):   # refused by the walk
         return "?" + type_name(cls), (), None
     schema = detail
-    values = []
-    for name in schema.saved_slots:
-        try:
-            values.append(object.__getattribute__(obj, name))
-        except AttributeError:
-            values.append(ABSENT)
-    if schema.has_dict:
-        values.extend(v for k, v in obj.__dict__.items() if k not in schema.transient)
+    values = instance_parts(schema, obj)
     key = f"o{schema.name}:{schema.version}:{','.join(schema.shape_of(obj))}"
     unordered_from = None
     base = schema.base
     if base is not None:
         if base is set or base is frozenset:
-            unordered_from = len(values)
-            values.extend(base.__iter__(obj))
-        elif base is dict:
-            for k, v in dict.items(obj):
-                values.append(k)
-                values.append(v)
-        elif base in (list, tuple):
-            values.extend(base.__iter__(obj))
-        elif base is deque:
-            values.append(obj.maxlen)
-            values.extend(deque.__iter__(obj))
-        else:
-            values.append(_base_value(base, obj))
+            unordered_from = len(values) - base.__len__(obj)
         key += ":" + base.__name__
     keep.append(values)
     return key, values, unordered_from
-
-
-def _base_value(base, obj):
-    if base is str:
-        return str.__getitem__(obj, slice(None))
-    if base is int:
-        return int.__int__(obj)
-    if base is float:
-        return float.__float__(obj)
-    return bytes.__bytes__(obj)

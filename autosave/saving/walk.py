@@ -14,22 +14,22 @@ fails, so the common path pays nothing for it.
 
 import functools
 import operator
-import sys
 import types
 from collections import deque
 from itertools import chain, repeat
 
 from ..adapters import ADAPTERS_BY_TYPE
 from ..adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
-from ..adapters.containers import flat_items
 from ..adapters.exceptions import EXCEPTION
 from ..adapters.weak import WeakAdapter
 from ..errors import SaveError
 from .columns import Batches, batchable
 from ..format.wire import ABSENT, INLINE_TYPES, STATE_FIELDS, emitter, marked, reference
 from .order import SetOrder
-from .paths import reduce_value, find_path, labelled_children, placed, placed_cause
+from .paths import find_path, placed, placed_cause
 from ..model import dispatch
+from ..model.anatomy import (enum_by_name, function_by_name, instance_parts,
+                             labelled_parts, reduce_value)
 from ..format import kernels
 from ..model.reconstructors import check_state
 from ..model.registry import REGISTRY
@@ -418,6 +418,7 @@ class Walker:
         sets reach it. Computed once per save, the first time set members tie."""
         if self.structure is None:
             self.structure = {}
+            kinds = self.order.kinds
             queue = deque([self.root])
             while queue:
                 node = queue.popleft()
@@ -427,7 +428,7 @@ class Walker:
                 if isinstance(node, (set, frozenset)):
                     continue
                 try:
-                    children = [c for _, c in labelled_children(node)]
+                    children = [c for _, c in labelled_parts(node, None, kinds)]
                 except Exception:
                     continue
                 queue.extend(c for c in children if c.__class__ not in PRIMITIVES)
@@ -481,14 +482,8 @@ class Walker:
         return self.save_adapter(ADAPTERS_BY_TYPE[types.MethodType], obj)
 
     def save_function(self, obj):
-        qualname = obj.__qualname__
-        if "<" not in qualname:
-            module = sys.modules.get(obj.__module__)
-            target = module
-            for part in qualname.split("."):
-                target = getattr(target, part, None)
-            if target is obj:
-                return self.save_global(obj)
+        if function_by_name(obj):
+            return self.save_global(obj)
         try:
             parts = FUNCTION.parts(obj)
         except LookupError as e:
@@ -499,19 +494,20 @@ class Walker:
     def save_enum(self, obj):
         schema = schema_of(obj.__class__)
         t = self.index_of(obj.__class__, schema.name, schema.version)
-        name = obj._name_
-        if name is not None and obj.__class__.__members__.get(name) is obj:
-            return [t, name]
+        if enum_by_name(obj):
+            return [t, obj._name_]
         return self.refs(t, [None, obj._value_])
 
     def save_reduce(self, obj):
-        rv = self.made[id(obj)] = reduce_value(obj)
+        rv = reduce_value(obj)
         if isinstance(rv, str):
             return [self.index_of(GLOBAL), f"{obj.__module__}.{rv}"]
         try:
             parts = REDUCE.parts_of(obj, rv)
         except LookupError as e:
             raise SaveError(str(e)) from None
+        # what error paths read (model.anatomy): the items, read once, are in the parts
+        self.made[id(obj)] = parts
         self.keep.append(parts)
         return self.refs(self.index_of(REDUCE), parts)
 
@@ -531,42 +527,9 @@ class Walker:
         t = self.type_index.get((cls, shape))
         if t is None:
             t = self.index_of((cls, shape), schema.name, schema.version, shape)
-        values = []
+        values = instance_parts(schema, obj, self.order)
         if schema.saved_slots:
-            for name in schema.saved_slots:
-                try:
-                    values.append(object.__getattribute__(obj, name))
-                except AttributeError:
-                    values.append(ABSENT)
-                    self.unset += 1
-        if schema.has_dict:
-            d = obj.__dict__
-            if schema.transient:
-                values.extend(v for k, v in d.items() if k not in schema.transient)
-            else:
-                values.extend(d.values())
+            self.unset += values[:len(schema.saved_slots)].count(ABSENT)
         if schema.base is not None:
-            values.extend(base_payload(schema.base, obj, self.order))
             self.keep.append(values)
         return self.refs(t, values)
-
-
-def base_payload(base, obj, order):
-    if base is list or base is tuple:
-        return base.__iter__(obj)
-    if base is deque:
-        return [obj.maxlen, *deque.__iter__(obj)]
-    if base is dict:
-        return flat_items(dict(dict.items(obj)))
-    if base is set or base is frozenset:
-        return order(base(base.__iter__(obj)))
-    if base is str:
-        return [str.__getitem__(obj, slice(None))]
-    if base is int:
-        return [int.__int__(obj)]
-    if base is float:
-        return [float.__float__(obj)]
-    return [bytes.__bytes__(obj)]
-
-
-# -- object paths for error messages ---------------------------------------------------

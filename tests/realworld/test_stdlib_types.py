@@ -271,7 +271,7 @@ def test_errors_inside_a_reduce_value_give_the_real_path():
     import threading
     with pytest.raises(SaveError) as e:
         dumps({"x": {"purse": [0, Pouch([1, threading.Lock()])]}})
-    assert e.value.path == "root['x']['purse'][1].<arg 0>[1]", e.value.path
+    assert e.value.path == "root['x']['purse'][1].<args>[0][1]", e.value.path
 
 
 def test_advice_for_c_objects_is_advice_that_works():
