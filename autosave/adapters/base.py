@@ -60,6 +60,10 @@ def activate_pending():
 
 
 class Adapter:
+    """How one kind of object is taken apart and made again: autosave's own types, and
+    (unstable: docs/types.md) a game's. Besides the calls below, the class attributes
+    are the load's scheduling facts, read once per adapter into a
+    ``loading.protocol.Schedule``, whose fields say what each means."""
     name: str = ""            # stable type name in the save's type table
     types: tuple[type, ...] = ()   # exact types this adapter saves
     mutable: bool = False

@@ -28,6 +28,7 @@ from operator import itemgetter
 
 from ..errors import FormatError
 from ..format.wire import target
+from .protocol import Hashing, schedule_of
 
 C_DEPTH = 3000
 
@@ -147,8 +148,9 @@ def check_records(plans, records, first=0):
     """Refuse, with the record index, a file whose records exceed the bounds above.
     ``first``: the index of the first record (the batch objects come before it; none
     of them is of a type these bounds are about, so references to them end a chain)."""
-    dealloc = _either({t for t, p in enumerate(plans) if getattr(p, "c_dealloc", False)})
-    hashing = _either({t for t, p in enumerate(plans) if p.hashes})
+    schedules = [schedule_of(p) for p in plans]
+    dealloc = _either({t for t, s in enumerate(schedules) if s.c_dealloc_levels})
+    hashing = _either({t for t, s in enumerate(schedules) if s.hashes})
     if not (dealloc or hashing):
         return
     # The records of those types, in file order, found at C speed (a record's type
@@ -159,7 +161,7 @@ def check_records(plans, records, first=0):
     if dealloc:
         chain = {}
         # a level of some types takes several deques' worth of C stack to free
-        weights = {t: int(plans[t if t >= 0 else ~t].c_dealloc) for t in dealloc}
+        weights = {t: schedules[_plain(t)].c_dealloc_levels for t in dealloc}
         for i in found:
             if records[i][0] in dealloc and i not in chain and list in map(type, records[i]):
                 d = _fold(i, records, dealloc, max, chain, n, first, weights)
@@ -171,10 +173,10 @@ def check_records(plans, records, first=0):
                         f"than about {C_DEPTH // w} without crashing"))
     if not hashing:
         return
-    by_value = {t for t, p in enumerate(plans) if getattr(p, "hash_kind", 0)}
+    by_value = {t for t, s in enumerate(schedules) if s.hashing is not Hashing.NONE}
     if not by_value:
         return
-    c_hash = _either({t for t in by_value if plans[t].hash_kind == 1})
+    c_hash = _either({t for t in by_value if schedules[t].hashing is Hashing.C_RECURSIVE})
     by_value = _either(by_value)
     budget = hash_budget(records)
     depth, size = {}, {}
@@ -183,8 +185,8 @@ def check_records(plans, records, first=0):
         rec = records[i]
         if rec[0] not in hashing:
             continue
-        plan = plans[_plain(rec[0])]
-        part = plan.fill_finished or plan.build_finished
+        schedule = schedules[_plain(rec[0])]
+        part = schedule.fill_finished or schedule.build_finished
         if part is None:
             continue
         for j in _refs(rec, part, i, n, first):

@@ -23,6 +23,7 @@ from ..model.generated import GENERATED
 from .limits import check_records
 from .loadcheck import bound_hook, describe
 from .plans import InstancePlan, plan_for, release_plans
+from .protocol import ALL, schedule_of, step_of
 from .readers import Gates
 from ..model.reconstructors import CHECKED
 
@@ -48,6 +49,7 @@ class Loader:
 
     def __init__(self, types, records, unset_markers=0, closes_cycle=None, batches=()):
         self.plans = [plan_for(i, e) for i, e in enumerate(types)]
+        self.schedules = [schedule_of(p) for p in self.plans]
         self.objs = allocate(self.plans, batches, InstancePlan)
         first = self.first = self.unfilled = len(self.objs)
         self.batches = batches
@@ -89,32 +91,41 @@ class Loader:
         vars(self).clear()
 
     def run(self, root_value):
+        """The objects of the file, and its root: the steps of the module docstring."""
+        hooks = self.batch_hooks()
+        deferred = self.build_records(hooks)
+        if self.first:
+            self.fill_batches(deferred)
+        if deferred:
+            self.finish_deferred(deferred, hooks)
+        self.current = None
+        self.check_unset_markers()
+        root = self.value(root_value)
+        self.run_loaded_hooks(sorted(hooks) if deferred else hooks)
+        return root
+
+    def build_records(self, hooks):
+        """Build the records in file order; the indices of those that must wait.
+
+        The common record is made in one call: generated code's ``from_record``, or
+        the plan's ``create`` once nothing about it can be missing or unfinished. The
+        rest take ``general_record``. The loop keeps what it reads per record in
+        locals: it runs once per object of the file."""
         records, objs, first = self.records_only, self.objs, self.first
         early, unfinished = self.early, self.unfinished
-        deferred, hooks = [], self.batch_hooks()
+        deferred = self.deferred = []
         unfilled = first            # batch objects: not filled while records are built
-        has_missing = False
-        # Per type: (plan, mutable, fill or None, what a fill must find finished,
-        #            has __autosave_loaded__, create or None, generated
-        #            create_from_record or None, what a build must find finished).
-        # While batch objects are not filled, a plan that reads its parts must find
-        # everything it refers to finished (what those parts hold may be a batch
-        # object: a structseq's dict, a constructor's list).
-        waits = bool(first)
-        info = [(p, p.mutable, p.fill if p.has_fill else None,
-                 p.fill_finished if p.fill_finished is not None or not waits
-                 or not p.reads_parts or not p.has_fill else ALL,
-                 p.has_loaded_hook, getattr(p, "create", None),
-                 p.create_from_record if isinstance(p, InstancePlan) else None,
-                 p.build_finished if p.build_finished is not None or not waits
-                 or not p.reads_parts or p.mutable else p.build_slice)
-                for p in self.plans]
+        # plain tuples: CPython unpacks an exact tuple fastest (a Step names the fields)
+        steps = [tuple(step_of(p, s, bool(first))) for p, s in zip(self.plans, self.schedules)]
         append = objs.append
         closes_cycle = self.closes_cycle
+        general = self.general_record
+        has_missing = False
         i = first
         try:
             for i, rec in enumerate(records, first):
-                plan, mutable, fill, fill_finished, hook, create, from_record, reads = info[rec[0]]
+                step = steps[rec[0]]
+                plan, mutable, fill, fill_waits, hook, create, from_record, build_waits, _ = step
                 if from_record is not None and not closes_cycle[i] and not has_missing \
                         and not (early and i in early):
                     try:
@@ -125,6 +136,7 @@ class Loader:
                         if hook:
                             hooks.append(i)
                         continue
+                vals = None
                 if closes_cycle[i]:
                     slow = True                 # refers to a later record: resolve below
                 else:
@@ -133,84 +145,105 @@ class Loader:
                         slow = has_missing and _has_missing(vals)
                     except IndexError:          # an unmarked forward reference
                         slow = True
-                if create is not None and not slow and (
-                        fill_finished is None or not (unfinished or unfilled)) \
-                        and not (early and i in early):
-                    append(create(rec, vals))   # the common case: nothing to wait for
-                    if hook:
-                        hooks.append(i)
-                    continue
-                if slow:
-                    forward, built = self.forward, len(objs)
-                    vals = [v if v.__class__ is not list else
-                            objs[v[0]] if v[0] < built else forward(v[0], i) for v in rec]
-                    maybe_missing = has_missing or self.forwarded_missing
-                if mutable:
-                    obj = early.pop(i, None) if early else None
-                    if obj is None:
-                        obj = plan.allocate(rec)
-                    append(obj)
-                elif (slow and maybe_missing and _has_missing(vals[plan.build_slice])) or (
-                        reads is not None and (slow or unfinished or unfilled)
-                        and self.blocker(rec, reads, i, plan.hashes, plan.deep) is not None):
-                    append(MISSING)
-                    has_missing = True
-                    deferred.append(i)
-                    continue
-                else:
-                    obj = plan.build(vals)
-                    append(obj)
-                if fill is not None:
-                    if (slow and maybe_missing and _has_missing(vals)) or (
-                            fill_finished is not None and (slow or unfinished or unfilled)
-                            and self.blocker(rec, fill_finished, i, plan.hashes,
-                                             plan.deep) is not None):
-                        unfinished.add(i)
-                        deferred.append(i)
-                    else:
-                        fill(obj, vals)
-                        if unfinished:
-                            unfinished.discard(i)
-                if hook:
-                    hooks.append(i)
+                if not slow and not (early and i in early):
+                    # nothing to wait for: made in one call
+                    if create is not None and (fill_waits is None or not (unfinished or unfilled)):
+                        append(create(rec, vals))
+                        if hook:
+                            hooks.append(i)
+                        continue
+                    if not mutable and fill is None and (
+                            build_waits is None or not (unfinished or unfilled)):
+                        append(plan.build(vals))
+                        if hook:
+                            hooks.append(i)
+                        continue
+                has_missing = general(i, rec, step, vals, slow, has_missing, hooks)
         except BaseException:
             self.current = i
             raise
         self.current = None
-        filler = self.filler
-        if first:
-            filler.fill(has_missing or self.forwarded_missing)
-            self.unfilled = 0
-            unfinished.update(filler.pending)     # they wait for records still to build
-            for k, rec in filler.reading.items():  # filled as records that read are
-                self.records[k] = rec
-                deferred.append(k)
-                unfinished.add(k)
-            # Code that runs on load never sees the loader's placeholder: an object
-            # waiting for a value shows without it, as pickle shows one on a cycle.
-            filler.hide_missing()
-        if deferred:
-            self.finish_deferred(deferred, hooks)
-        self.current = None
+        self.has_missing = has_missing
+        return deferred
+
+    def general_record(self, i, rec, step, vals, slow, has_missing, hooks):
+        """Record ``i`` when it may refer ahead, to a missing object, or to one not
+        finished: allocated, built or deferred, then filled or deferred. Returns whether
+        objects may now be missing (a record deferred before it was built)."""
+        objs, unfinished, unfilled = self.objs, self.unfinished, self.unfilled
+        plan, mutable, fill, fill_waits, hook, _, _, build_waits, schedule = step
+        maybe_missing = False
+        if slow:
+            forward, built = self.forward, len(objs)
+            vals = [v if v.__class__ is not list else
+                    objs[v[0]] if v[0] < built else forward(v[0], i) for v in rec]
+            maybe_missing = has_missing or self.forwarded_missing
+        waiting = bool(slow or unfinished or unfilled)
+        hashes, deep = schedule.hashes, schedule.deep
+        if mutable:
+            obj = self.early.pop(i, None) if self.early else None
+            if obj is None:
+                obj = plan.allocate(rec)
+            objs.append(obj)
+        elif (maybe_missing and _has_missing(vals[plan.build_slice])) or (
+                build_waits is not None and waiting
+                and self.blocker(rec, build_waits, i, hashes, deep) is not None):
+            objs.append(MISSING)
+            self.deferred.append(i)
+            return True
+        else:
+            obj = plan.build(vals)
+            objs.append(obj)
+        if fill is not None:
+            if (maybe_missing and _has_missing(vals)) or (
+                    fill_waits is not None and waiting
+                    and self.blocker(rec, fill_waits, i, hashes, deep) is not None):
+                unfinished.add(i)
+                self.deferred.append(i)
+            else:
+                fill(obj, vals)
+                if unfinished:
+                    unfinished.discard(i)
+        if hook:
+            hooks.append(i)
+        return has_missing
+
+    def fill_batches(self, deferred):
+        """Fill the batch objects from their columns, now that every record is built or
+        waiting; the batch objects that wait for records join ``deferred``."""
+        filler, unfinished = self.filler, self.unfinished
+        filler.fill(self.has_missing or self.forwarded_missing)
+        self.unfilled = 0
+        unfinished.update(filler.pending)     # they wait for records still to build
+        for k, rec in filler.reading.items():  # filled as records that read are
+            self.records[k] = rec
+            deferred.append(k)
+            unfinished.add(k)
+        # Code that runs on load never sees the loader's placeholder: an object
+        # waiting for a value shows without it, as pickle shows one on a cycle.
+        filler.hide_missing()
+
+    def check_unset_markers(self):
         consumed = sum(getattr(p, "unset_slots", 0) for p in self.plans)
         if consumed != self.unset_markers:
             raise FormatError(f"the save holds {self.unset_markers} unset-slot markers, "
                               f"{self.unset_markers - consumed} of them outside a slot field")
-        root = self.value(root_value)
-        for i in sorted(hooks) if deferred else hooks:
+
+    def run_loaded_hooks(self, indices):
+        objs = self.objs
+        for i in indices:
             obj = objs[i]
             try:
                 bound_hook(obj, "__autosave_loaded__")()
             except Exception as e:
                 raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ failed: "
                                 f"{describe(e)}") from e
-        return root
 
     def batch_hooks(self):
         """The indices of the batch objects whose class has ``__autosave_loaded__``."""
         hooks, start = [], 0
         for t, n, *_ in self.batches:
-            if self.plans[t].has_loaded_hook:
+            if self.schedules[t].has_loaded_hook:
                 hooks += range(start, start + n)
             start += n
         return hooks
@@ -354,132 +387,12 @@ class Loader:
         return obj
 
     def finish_deferred(self, deferred, hooks):
-        """Complete the records that waited, each as soon as what it waits for is done.
-
-        A waiting record registers on every record blocking it: on being *built* (an
-        immutable not made yet) or on being *finished* (a mutable not filled yet), and is
-        retried only when all of them are done, so this is linear in the references
-        whatever a file says. When nothing is ready but records remain, only cycles are
-        left: records that wait just for fills go ahead anyway, as pickle does: those
-        still to be built before those to be filled (making an object may complete what
-        a stuck ``__setstate__`` reads), and of each, those whose blockers hash by
-        identity first (their hash cannot change when filled).
-        """
-        objs, unfinished = self.objs, self.unfinished
-        filler = self.filler
-        patches = filler.patches         # batch objects' values built here
-        pending = filler.pending
-        on_built, on_finished = {}, {}
-        need = {}                 # waiting record -> [built blockers left, fill blockers]
-        waiting = set(deferred)
-        ready = deque(deferred)
-        gates = None
-        # Records reach later ones through batch objects; one record alone has no
-        # other to wait for.
-        if self.first and len(deferred) > 1:
-            records, first, refers_to = self.records, self.first, filler.refers_to
-            gates = Gates(deferred, lambda j: self.targets(records[j], ALL, j)
-                          if j >= first else refers_to(j),
-                          lambda i: self.plans[self.records[i][0]].reads_parts,
-                          len(records))
-            ready = deque(i for i in deferred if not gates.hold(i))
-        only_fills = set()        # waiting, and blocked by nothing but unfinished fills
-
-        def complete(j, table, built):
-            for i in table.pop(j, ()):
-                if i in waiting:
-                    counts = need[i]
-                    counts[0 if built else 1] -= 1
-                    if counts == [0, 0]:
-                        ready.append(i)
-                    elif counts[0] == 0:
-                        only_fills.add(i)
-
-        def attempt(i, force):
-            self.current = i
-            rec = self.records[i]
-            plan = self.plans[rec[0]]
-            if objs[i] is MISSING:
-                building, missing_part, finished_part = True, plan.build_slice, plan.build_finished
-            else:
-                building, missing_part, finished_part = False, ALL, plan.fill_finished
-            if finished_part is None and pending and plan.reads_parts:
-                # what it reads may be a batch object still waiting for a value
-                finished_part = missing_part
-            need_built = [j for j in self.targets(rec, missing_part, i) if objs[j] is MISSING]
-            need_finished = []
-            if not force and finished_part is not None:
-                j = self.blocker(rec, finished_part, i, plan.hashes, plan.deep)
-                if j is not None:
-                    (need_built if objs[j] is MISSING else need_finished).append(j)
-            if need_built or need_finished:
-                need[i] = [len(need_built), len(need_finished)]
-                for j in need_built:
-                    on_built.setdefault(j, []).append(i)
-                for j in need_finished:
-                    on_finished.setdefault(j, []).append(i)
-                if not need_built:
-                    only_fills.add(i)
-                return
-            only_fills.discard(i)
-            vals = self.resolve(rec, i)
-            if building:
-                objs[i] = plan.build(vals)
-                if plan.has_loaded_hook:
-                    hooks.append(i)
-                if patches and i in patches:
-                    for setter, args, k in patches.pop(i):
-                        setter(*args, objs[i])
-                        if filler.gave(i, k):
-                            unfinished.discard(k)
-                            complete(k, on_finished, False)
-                complete(i, on_built, True)
-                if plan.has_fill:
-                    unfinished.add(i)
-                    ready.appendleft(i)   # its fill next (may wait in turn)
-                    return
-            else:
-                plan.fill(objs[i], vals)
-            unfinished.discard(i)
-            waiting.discard(i)
-            complete(i, on_finished, False)
-            if gates is not None:
-                ready.extend(gates.done(i))
-
-        def hashes_safely(i):
-            rec = self.records[i]
-            plan = self.plans[rec[0]]
-            part = plan.build_finished if objs[i] is MISSING else plan.fill_finished
-            return all(type(objs[j]).__hash__ is object.__hash__
-                       for j in self.targets(rec, part or ALL, i) if j in unfinished)
-
-        while waiting:
-            while ready:
-                i = ready.popleft()
-                if i in waiting:
-                    attempt(i, False)
-            if waiting:
-                stuck = sorted(only_fills & waiting)
-                if not stuck:
-                    raise FormatError(
-                        f"records {sorted(waiting)[:10]} form a reference cycle through "
-                        f"immutable objects that cannot be rebuilt")
-                # Builds go first: an object made with references to objects not yet
-                # filled is what pickle makes on a cycle, and making it may complete
-                # what a stuck fill (a __setstate__ reading its state) waits for.
-                stuck = [i for i in stuck if objs[i] is MISSING] or stuck
-                safe = [i for i in stuck if hashes_safely(i)]
-                for i in safe or stuck:
-                    only_fills.discard(i)
-                    if i in waiting:
-                        attempt(i, True)
+        """Complete the records that waited (``Deferred``)."""
+        Deferred(self, deferred, hooks).run()
 
     def targets(self, rec, part, here):
         """Absolute record indices of the references in rec[part]; rec is record ``here``."""
         return [target(v[0], here) for v in rec[part] if v.__class__ is list]
-
-
-ALL = slice(1, None)
 
 
 
@@ -501,3 +414,151 @@ def load_records(types, records, root_value, unset_markers=0, closes_cycle=None,
         CHECKED.reset(checked)
         if loader is not None:
             loader.release()
+
+
+class Deferred:
+    """The records that waited, each completed as soon as what it waits for is done.
+
+    A waiting record registers on every record blocking it: on being *built* (an
+    immutable not made yet) or on being *finished* (a mutable not filled yet), and is
+    retried only when all of them are done, so this is linear in the references
+    whatever a file says. When nothing is ready but records remain, only cycles are
+    left: records that wait just for fills go ahead anyway, as pickle does: those
+    still to be built before those to be filled (making an object may complete what
+    a stuck ``__setstate__`` reads), and of each, those whose blockers hash by
+    identity first (their hash cannot change when filled).
+    """
+
+    def __init__(self, loader, deferred, hooks):
+        self.loader, self.hooks = loader, hooks
+        self.on_built, self.on_finished = {}, {}
+        self.need = {}            # waiting record -> [built blockers left, fill blockers]
+        self.waiting = set(deferred)
+        self.ready = deque(deferred)
+        self.only_fills = set()   # waiting, and blocked by nothing but unfinished fills
+        self.gates = None
+        # Records reach later ones through batch objects; one record alone has no
+        # other to wait for.
+        if loader.first and len(deferred) > 1:
+            records, first = loader.records, loader.first
+            refers_to, schedules = loader.filler.refers_to, loader.schedules
+            self.gates = Gates(deferred, lambda j: loader.targets(records[j], ALL, j)
+                               if j >= first else refers_to(j),
+                               lambda i: schedules[records[i][0]].reads_parts,
+                               len(records))
+            self.ready = deque(i for i in deferred if not self.gates.hold(i))
+
+    def run(self):
+        waiting, ready, only_fills, objs = self.waiting, self.ready, self.only_fills, \
+            self.loader.objs
+        while waiting:
+            while ready:
+                i = ready.popleft()
+                if i in waiting:
+                    self.attempt(i, False)
+            if waiting:
+                stuck = sorted(only_fills & waiting)
+                if not stuck:
+                    raise FormatError(
+                        f"records {sorted(waiting)[:10]} form a reference cycle through "
+                        f"immutable objects that cannot be rebuilt")
+                # Builds go first: an object made with references to objects not yet
+                # filled is what pickle makes on a cycle, and making it may complete
+                # what a stuck fill (a __setstate__ reading its state) waits for.
+                stuck = [i for i in stuck if objs[i] is MISSING] or stuck
+                safe = [i for i in stuck if self.hashes_safely(i)]
+                for i in safe or stuck:
+                    only_fills.discard(i)
+                    if i in waiting:
+                        self.attempt(i, True)
+
+    def complete(self, j, table, built):
+        need, ready, waiting = self.need, self.ready, self.waiting
+        for i in table.pop(j, ()):
+            if i in waiting:
+                counts = need[i]
+                counts[0 if built else 1] -= 1
+                if counts == [0, 0]:
+                    ready.append(i)
+                elif counts[0] == 0:
+                    self.only_fills.add(i)
+
+    def blockers(self, i, rec, schedule, building, force):
+        """(records rec needs built, records it needs finished) before it can go on."""
+        loader = self.loader
+        objs = loader.objs
+        if building:
+            missing_part, finished_part = schedule.build_slice, schedule.build_finished
+        else:
+            missing_part, finished_part = ALL, schedule.fill_finished
+        if finished_part is None and loader.filler.pending and schedule.reads_parts:
+            # what it reads may be a batch object still waiting for a value
+            finished_part = missing_part
+        need_built = [j for j in loader.targets(rec, missing_part, i) if objs[j] is MISSING]
+        need_finished = []
+        if not force and finished_part is not None:
+            j = loader.blocker(rec, finished_part, i, schedule.hashes, schedule.deep)
+            if j is not None:
+                (need_built if objs[j] is MISSING else need_finished).append(j)
+        return need_built, need_finished
+
+    def wait(self, i, need_built, need_finished):
+        self.need[i] = [len(need_built), len(need_finished)]
+        for j in need_built:
+            self.on_built.setdefault(j, []).append(i)
+        for j in need_finished:
+            self.on_finished.setdefault(j, []).append(i)
+        if not need_built:
+            self.only_fills.add(i)
+
+    def attempt(self, i, force):
+        loader = self.loader
+        loader.current = i
+        objs = loader.objs
+        rec = loader.records[i]
+        plan, schedule = loader.plans[rec[0]], loader.schedules[rec[0]]
+        building = objs[i] is MISSING
+        need_built, need_finished = self.blockers(i, rec, schedule, building, force)
+        if need_built or need_finished:
+            self.wait(i, need_built, need_finished)
+            return
+        self.only_fills.discard(i)
+        vals = loader.resolve(rec, i)
+        if building:
+            objs[i] = plan.build(vals)
+            if schedule.has_loaded_hook:
+                self.hooks.append(i)
+            self.patch(i)
+            self.complete(i, self.on_built, True)
+            if schedule.has_fill:
+                loader.unfinished.add(i)
+                self.ready.appendleft(i)   # its fill next (may wait in turn)
+                return
+        else:
+            plan.fill(objs[i], vals)
+        loader.unfinished.discard(i)
+        self.waiting.discard(i)
+        self.complete(i, self.on_finished, False)
+        if self.gates is not None:
+            self.ready.extend(self.gates.done(i))
+
+    def patch(self, i):
+        """Give the batch objects that waited for record i's object their values."""
+        filler = self.loader.filler
+        patches = filler.patches         # batch objects' values built here
+        if patches and i in patches:
+            objs = self.loader.objs
+            for setter, args, k in patches.pop(i):
+                setter(*args, objs[i])
+                if filler.gave(i, k):
+                    self.loader.unfinished.discard(k)
+                    self.complete(k, self.on_finished, False)
+
+    def hashes_safely(self, i):
+        loader = self.loader
+        objs, unfinished = loader.objs, loader.unfinished
+        rec = loader.records[i]
+        schedule = loader.schedules[rec[0]]
+        part = schedule.build_finished if objs[i] is MISSING else schedule.fill_finished
+        return all(type(objs[j]).__hash__ is object.__hash__
+                   for j in loader.targets(rec, part or ALL, i) if j in unfinished)

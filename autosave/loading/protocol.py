@@ -1,0 +1,128 @@
+"""The load protocol: what the loader asks of a *plan* (a type entry's way of making its
+records' objects), and the scheduling facts it reads from one, named once.
+
+A plan is an adapter (``autosave/adapters``) or a class's plan (``plans.py``). It makes
+objects with three calls, and describes itself with a handful of facts that decide
+*when* the loader may make those calls (docs/format.md, "Reading"):
+
+* ``allocate(rec)`` an empty object, for a mutable type, filled later;
+* ``build(vals)`` the object from its record's values (immutable types);
+* ``fill(obj, vals)`` completes what ``allocate`` made.
+
+Plans declare the facts as attributes (an adapter's class attributes, see
+``adapters.base.Adapter``); ``schedule_of`` reads them here, once per plan, into a
+frozen ``Schedule`` with names and enums instead of magic values. The loop
+(``rebuild``) and the budgets (``limits``) read schedules, never a plan's attributes.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+ALL = slice(1, None)       # every part of a record (position 0 is its type index)
+
+
+class Hashing(enum.IntEnum):
+    """What hashing an object of a type visits: decides which records may wait for a
+    key's fields and which chains of hashes the budgets bound (``limits``)."""
+    NONE = 0           # nothing else: identity hash, or a value of its own
+    C_RECURSIVE = 1    # its parts, by unchecked C recursion (tuples)
+    BY_VALUE = 2       # its parts, otherwise (Python __hash__, frozen dataclasses)
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """When the loader may make a type's objects: the facts of one plan."""
+    mutable: bool              # allocated first, filled later (may close cycles)
+    has_fill: bool             # has a fill step
+    reads_parts: bool          # build or fill reads what the parts hold: held back
+                               # until the batch objects are filled
+    deep: bool                 # runs the game's code on its parts (__setstate__, a
+                               # constructor): waits for all they reach, as pickle
+    hashes: bool               # hashes some parts (keys, members)
+    has_loaded_hook: bool      # the class has __autosave_loaded__
+    build_slice: slice         # the parts a build needs built
+    build_finished: slice | None   # parts that must be finished (filled) before build
+    fill_finished: slice | None    # parts that must be finished before fill
+    hashing: Hashing           # what hashing one of its objects visits
+    c_dealloc_levels: int      # 0, or the C stack one nesting level takes to free
+                               # (CPython frees it by unchecked C recursion)
+
+    def waits_to_fill(self, batches_unfilled: bool) -> slice | None:
+        """The parts a fill must find finished. While batch objects are not filled, a
+        plan that reads its parts must find all of them finished (what they hold may
+        be a batch object)."""
+        if (self.fill_finished is not None or not batches_unfilled
+                or not self.reads_parts or not self.has_fill):
+            return self.fill_finished
+        return ALL
+
+    def waits_to_build(self, batches_unfilled: bool) -> slice | None:
+        """The parts a build must find finished (as ``waits_to_fill``)."""
+        if (self.build_finished is not None or not batches_unfilled
+                or not self.reads_parts or self.mutable):
+            return self.build_finished
+        return self.build_slice
+
+
+class LoadPlan(Protocol):
+    """What the loader calls on a plan (``allocate`` for mutable types, ``build`` for
+    the others, ``fill`` where ``has_fill``)."""
+
+    def allocate(self, rec: list[Any]) -> Any: ...
+
+    def build(self, vals: list[Any]) -> Any: ...
+
+    def fill(self, obj: Any, vals: list[Any]) -> None: ...
+
+
+def schedule_of(plan: Any) -> Schedule:
+    """A plan's facts, read once per plan: an adapter's for the process (they are
+    fixed when it is registered), a class plan's for its load."""
+    schedule = plan.__dict__.get("_schedule")
+    if schedule is None:
+        schedule = plan._schedule = _read_schedule(plan)
+    return schedule
+
+
+_HASHING = tuple(Hashing)
+
+
+def _read_schedule(plan: Any) -> Schedule:
+    dealloc = getattr(plan, "c_dealloc", False)
+    return Schedule(
+        mutable=bool(plan.mutable),
+        has_fill=bool(plan.has_fill),
+        reads_parts=bool(getattr(plan, "reads_parts", True)),
+        deep=bool(getattr(plan, "deep", False)),
+        hashes=bool(plan.hashes),
+        has_loaded_hook=bool(plan.has_loaded_hook),
+        build_slice=getattr(plan, "build_slice", ALL),
+        build_finished=plan.build_finished,
+        fill_finished=plan.fill_finished,
+        hashing=_HASHING[getattr(plan, "hash_kind", 0)],
+        c_dealloc_levels=0 if dealloc is False else int(dealloc),
+    )
+
+
+class Step(NamedTuple):
+    """A type's entry in the build loop (``Loader.build_records``): the schedule's facts
+    resolved for this load, with the plan's bound calls, unpacked once per record."""
+    plan: Any
+    mutable: bool
+    fill: Any                  # plan.fill, or None: nothing to fill
+    fill_waits: slice | None   # parts a fill must find finished
+    hook: bool                 # has __autosave_loaded__
+    create: Any                # allocate-and-fill in one call, or None
+    from_record: Any           # generated code's create-from-record, or None
+    build_waits: slice | None  # parts a build must find finished
+    schedule: Schedule
+
+
+def step_of(plan: Any, schedule: Schedule, batches_unfilled: bool) -> Step:
+    return Step(plan, schedule.mutable, plan.fill if schedule.has_fill else None,
+                schedule.waits_to_fill(batches_unfilled), schedule.has_loaded_hook,
+                getattr(plan, "create", None), getattr(plan, "create_from_record", None),
+                schedule.waits_to_build(batches_unfilled), schedule)
