@@ -152,5 +152,5 @@ def warn_at_caller(message: str, category: type[Warning]) -> None:
         # warnings itself does not count importlib's bootstrap frames in stacklevel
         if not ("importlib" in name and "_bootstrap" in name):
             level += 1
-        frame = frame.f_back
+        frame = frame.f_back  # type: ignore[assignment]  # the loop ends at the top frame
     warnings.warn(message, category, stacklevel=level)

@@ -97,13 +97,14 @@ def save(path: PathLike, root: object) -> int:
     stem = _stem(name)
     _remove_stale_temporaries(directory, stem)
     try:
-        old = os.stat(target)
+        found = os.stat(target)
     except FileNotFoundError:
         old = None
     else:
-        if not stat.S_ISREG(old.st_mode):
-            raise (IsADirectoryError if stat.S_ISDIR(old.st_mode) else OSError)(
-                errno.EISDIR if stat.S_ISDIR(old.st_mode) else errno.EINVAL,
+        old, mode = found, found.st_mode
+        if not stat.S_ISREG(mode):
+            raise (IsADirectoryError if stat.S_ISDIR(mode) else OSError)(
+                errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL,
                 "autosave.save() replaces regular files only", target)
     # Private until it has the target's mode: another user must not open it meanwhile.
     fd, tmp = _create_temporary(directory, stem, 0o600 if old else 0o666)

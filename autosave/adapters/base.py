@@ -1,6 +1,7 @@
 """The adapter protocol and the dispatch tables keyed by type and by stable name."""
 
 import sys
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 
@@ -34,9 +35,9 @@ ADAPTERS_BY_TYPE = _Lazy()   # exact Python type -> adapter (save side)
 ADAPTERS_BY_NAME = _Lazy()   # stable type name -> adapter (load side)
 
 # module name -> function registering its adapters, run once that module is imported
-PENDING = {}
-PENDING_NAMES = {}           # record type name -> the module its adapter waits for
-ON_REGISTER = []             # callbacks dropping caches derived from the tables
+PENDING: dict[str, Callable[[], Any]] = {}
+PENDING_NAMES: dict[str, str] = {}           # record type name -> the module its adapter waits for
+ON_REGISTER: list[Callable[[], Any]] = []             # callbacks dropping caches derived from the tables
 
 ALL = slice(1, None)
 
@@ -68,9 +69,9 @@ class Adapter:
     types: tuple[type, ...] = ()   # exact types this adapter saves
     mutable: bool = False
     has_fill: bool = False
-    build_slice = ALL         # payload the build step needs built
-    build_finished = None     # payload slice whose objects must be filled before build
-    fill_finished = None      # payload slice whose objects must be filled before fill
+    build_slice: slice = ALL  # payload the build step needs built
+    build_finished: slice | None = None   # payload whose objects must be filled before build
+    fill_finished: slice | None = None    # payload whose objects must be filled before fill
     hashes = False            # ...because it hashes them (keys, members), rather than
                               # reading their contents (__setstate__, keyword arguments)
     deep = False              # build or fill runs code that may read anything the parts
@@ -79,10 +80,11 @@ class Adapter:
     reads_parts = True        # build or fill may read what the parts hold (a load holds
                               # it back until the batch objects are filled); containers
                               # that only keep references say False
-    create = None             # optional fn(rec, vals) -> filled object: allocate and fill
+    create: Callable[..., Any] | None = None
+                              # optional fn(rec, vals) -> filled object: allocate and fill
                               # in one step, used when nothing about the record must wait
     has_loaded_hook = False
-    c_dealloc = False         # CPython frees it by unchecked C recursion (autosave.loading.limits);
+    c_dealloc: bool | int = False   # CPython frees it by unchecked C recursion (autosave.loading.limits);
                               # an int: the C stack a level takes, in deque levels
     hash_kind = 0             # 0: hashing it visits nothing else; 1: hashes its parts by
                               # unchecked C recursion; 2: hashes its parts otherwise

@@ -288,7 +288,7 @@ def code_candidates(module_name, qualname, resolve=False):
         raise LookupError(f"module {module_name!r} is not imported")
     path = qualname.split(".<locals>.")[0].split(".")
     host = module
-    for i, part in enumerate(path):
+    for part in path:
         nxt = getattr(host, part, None) if not part.startswith("<") else None
         if (nxt is None or isinstance(nxt, types.ModuleType)
                 or getattr(nxt, "__module__", None) != module_name):

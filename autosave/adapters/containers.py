@@ -7,7 +7,9 @@ order (string hashing is randomised per process).
 
 import collections
 import types as pytypes
+from collections.abc import Callable
 from itertools import islice
+from typing import Any
 
 from ..loading.limits import FLOOD_MIN, check_flood
 from ..model.schema import schema_of
@@ -115,9 +117,11 @@ class TupleAdapter(Adapter):
 
 class DictAdapter(Adapter):
     reads_parts = False       # keeps references only
-    name, types, mutable, has_fill = "builtins.dict", (dict,), True, True
-    fill_finished, hashes = slice(1, None, 2), True   # the keys
-    factory = dict
+    name, mutable, has_fill = "builtins.dict", True, True
+    types: tuple[type, ...] = (dict,)
+    fill_finished: slice | None = slice(1, None, 2)   # the keys
+    hashes = True
+    factory: Callable[..., Any] = dict
 
     def parts(self, obj):
         return flat_items(obj)
@@ -131,11 +135,13 @@ class DictAdapter(Adapter):
         flood_checked(vals, 1, 2, "a dict")
         dict.update(obj, pairs(vals))
 
-    def create(self, rec, vals):
+    def create_filled(self, rec, vals):
         if len(rec) % 2 != 1:
             raise ValueError("a dict record holds key/value pairs")
         flood_checked(vals, 1, 2, "a dict")
         return dict(pairs(vals))
+
+    create: Callable[..., Any] | None = create_filled
 
 
 class OrderedDictAdapter(DictAdapter):

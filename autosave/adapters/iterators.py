@@ -22,7 +22,9 @@ Building one never calls game code: functions of ``map``/``filter`` are only sto
 """
 
 import gc
+from collections.abc import Callable
 from itertools import islice
+from typing import Any
 
 from ..errors import FormatError
 from ..loading.limits import charge
@@ -101,7 +103,7 @@ class RangeIteratorAdapter(Adapter):
         return iter(range(start, stop, step))
 
 
-_DICT_KINDS = {
+_DICT_KINDS: dict[type, tuple[str, Callable[[Any], Any]]] = {
     type(iter({})): ("keys", lambda d: iter(d)),
     type(iter({}.values())): ("values", lambda d: iter(d.values())),
     type(iter({}.items())): ("items", lambda d: iter(d.items())),
@@ -161,7 +163,8 @@ class DictIteratorAdapter(Adapter):
 
 
 class SetIteratorAdapter(Adapter):
-    name, types = "builtins.set_iterator", (type(iter(set())),)
+    name = "builtins.set_iterator"
+    types = (type(iter(set[Any]())),)
     build_finished, hashes = slice(1, None), True
 
     def parts(self, obj):

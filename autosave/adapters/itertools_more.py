@@ -24,8 +24,8 @@ from .stdlib_more import _reduce, _setstate
 MAX_COMBINATION_SIZE = 1 << 16
 
 _GROUPER = type(next(itertools.groupby("a"))[1])
-_TEE = type(itertools.tee(())[0])
-_TEE_DATA = type(_reduce(itertools.tee(())[0])[2][0])
+_TEE: type = type(itertools.tee(())[0])
+_TEE_DATA: type = type(_reduce(itertools.tee(())[0])[2][0])
 TEE_LINK = 57          # items per tee data link (CPython's LINKCELLS)
 
 

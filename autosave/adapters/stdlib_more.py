@@ -323,7 +323,9 @@ class MethodWrapperAdapter(Adapter):
         return self.cls(func)
 
 
-_ALIAS_TYPES = (types.GenericAlias, type(typing.List[int]))
+# typing's own alias class (typing.List[int]'s), which list[int] is not
+_TYPING_ALIAS = type(typing.List[int])  # noqa: UP006
+_ALIAS_TYPES = (types.GenericAlias, _TYPING_ALIAS)
 
 
 class AliasAdapter(Adapter):
@@ -331,7 +333,7 @@ class AliasAdapter(Adapter):
     instance's ``__orig_class__``); built without subscripting, so no
     ``__class_getitem__`` runs and typing's caches stay as they are."""
     name = "autosave.generic_alias"
-    types = (types.GenericAlias, type(typing.List[int]))
+    types = _ALIAS_TYPES
 
     def parts(self, obj):
         origin = typing.get_origin(obj)
@@ -348,7 +350,7 @@ class AliasAdapter(Adapter):
                 raise FormatError("a generic alias's arguments are classes or aliases")
         if builtin_kind:
             return types.GenericAlias(origin, tuple(args))
-        return type(typing.List[int])(origin, tuple(args))
+        return _TYPING_ALIAS(origin, tuple(args))
 
 
 class LoggerAdapter(Adapter):
@@ -410,12 +412,12 @@ for _adapter in (DecimalContextAdapter, ArrayAdapter, PatternAdapter, ChainMapAd
                  MappingProxyAdapter, CycleAdapter, RepeatAdapter, ChainAdapter,
                  IsliceAdapter, StructseqAdapter, AliasAdapter, LoggerAdapter):
     register_adapter(_adapter())
-for _cls in (ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Network,
-             ipaddress.IPv6Network, ipaddress.IPv4Interface, ipaddress.IPv6Interface):
-    register_adapter(AddressAdapter(_cls))
-for _cls, _spec in ((itertools.takewhile, "fi"), (itertools.dropwhile, "fi"),
-                    (itertools.starmap, "fi"), (itertools.compress, "ii"),
-                    (itertools.accumulate, "iF"), (itertools.zip_longest, "i")):
-    register_adapter(ItertoolAdapter(_cls, _spec))
-for _cls in (staticmethod, classmethod):
-    register_adapter(MethodWrapperAdapter(_cls))
+for _address in (ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Network,
+                 ipaddress.IPv6Network, ipaddress.IPv4Interface, ipaddress.IPv6Interface):
+    register_adapter(AddressAdapter(_address))
+for _itertool, _spec in ((itertools.takewhile, "fi"), (itertools.dropwhile, "fi"),
+                         (itertools.starmap, "fi"), (itertools.compress, "ii"),
+                         (itertools.accumulate, "iF"), (itertools.zip_longest, "i")):
+    register_adapter(ItertoolAdapter(_itertool, _spec))
+for _wrapper in (staticmethod, classmethod):
+    register_adapter(MethodWrapperAdapter(_wrapper))

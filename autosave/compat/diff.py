@@ -17,7 +17,8 @@ import attrs
 
 from ..adapters import ADAPTERS_BY_NAME
 from ..errors import FormatError
-from ..format.wire import ABSENT, records_of, target as reference_target
+from ..format.forms import target as reference_target
+from ..format.wire import ABSENT, records_of
 from ..loading.limits import FLOOD_MIN, check_flood
 
 MAPPINGS = {"builtins.dict", "collections.OrderedDict", "collections.Counter"}

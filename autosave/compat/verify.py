@@ -20,7 +20,8 @@ import attrs
 from ..adapters import ADAPTERS_BY_NAME
 from ..errors import CorpusError, CorruptLogError, FormatError, LoadError
 from ..files import loads
-from ..format.wire import ABSENT, MAGIC, STATE_FIELDS, decode, records_of, target
+from ..format.forms import target
+from ..format.wire import ABSENT, MAGIC, STATE_FIELDS, decode, records_of
 from ..log.file import MAGIC as LOG_MAGIC
 from ..log.file import PAYLOAD, LogFile
 from ..log.history import CheckpointLog

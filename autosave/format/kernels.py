@@ -379,7 +379,7 @@ PURE = {name: globals()[name] for name in (
 try:
     if os.environ.get("AUTOSAVE_PUREPYTHON"):
         raise ImportError("AUTOSAVE_PUREPYTHON is set")
-    from autosave import _speedups
+    from autosave import _speedups  # type: ignore[attr-defined]
 except ImportError:
     _speedups = None
 else:

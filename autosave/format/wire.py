@@ -9,9 +9,10 @@ import xxhash
 try:
     import msgspec
 except ImportError:                # the fast extra is not installed
-    msgspec = None
+    msgspec = None                 # type: ignore[assignment]
 
 from . import kernels
+from .forms import target
 from ..errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
@@ -477,52 +478,3 @@ def sizes_by_class(data):
         count, size = out.get(name, (0, 0))
         out[name] = (count + 1, size + len(pack(rec)))
     return out
-
-
-# -- references and cycle marks: the one place they are encoded -----------------------
-#
-# A save engine builds a record from values and *cells*: a cell is the one-element list
-# an engine keeps per object, holding the object's record index once its record is
-# written (an int), or False while the object is in progress (an ancestor: a reference
-# to it closes a cycle). Only these functions turn cells into references.
-
-def emitter(records, cells):
-    """emit(cell, rec): append ``rec`` = ``[t, parts...]``, whose parts are inline values,
-    cells and batch objects' references, as a record of ``records``; put its record
-    number into the object's ``cell`` and the cell into ``cells`` (the walk moves record
-    numbers past the batch objects when it ends). A cell holding a record number becomes
-    a back-reference; a cell holding a batch object's reference becomes that reference;
-    a cell still in progress (an ancestor) stays in the record, to receive the
-    ancestor's index, and marks the record as closing a cycle."""
-    append, keep = records.append, cells.append
-
-    def emit(cell, rec):
-        here = len(records)
-        cycle = None
-        rec = [c if c.__class__ is not list else
-               [x - here] if (x := c[0]).__class__ is int else
-               (cycle := c) if x is False else x for c in rec]
-        if cycle is not None:
-            rec[0] = ~rec[0]
-        cell[0] = here
-        append(rec)
-        keep(cell)
-
-    return emit
-
-
-def reference(there, here):
-    """The reference from record ``here`` (or the root, ``here`` = the record count) to
-    record ``there``: a back-reference to an earlier one, an absolute index for a later one."""
-    return [there - here] if there < here else [there]
-
-
-def marked(t):
-    """The type index of a record that refers to a later record (a cycle)."""
-    return ~t if t >= 0 else t
-
-
-def target(r, here):
-    """The absolute record index of reference ``[r]`` held by record ``here`` (the root
-    counts from the record count); callers check that it is in range."""
-    return r + here if r < 0 else r

@@ -27,7 +27,7 @@ from itertools import compress
 from operator import itemgetter
 
 from ..errors import FormatError
-from ..format.wire import target
+from ..format.forms import target
 from .protocol import Hashing, schedule_of
 
 C_DEPTH = 3000

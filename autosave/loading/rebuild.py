@@ -12,18 +12,21 @@
 5. ``__autosave_loaded__`` hooks run last, in index order.
 """
 
+from __future__ import annotations
+
 from collections import deque
 from itertools import islice, repeat
 from operator import is_
+from typing import Any
 
 from ..errors import FormatError, LoadError
 from .fill import Filler, allocate
-from ..format.wire import target
+from ..format.forms import Batch, Record, target
 from ..model.generated import GENERATED
 from .limits import check_records
 from .loadcheck import bound_hook, describe
 from .plans import InstancePlan, plan_for, release_plans
-from .protocol import ALL, schedule_of, step_of
+from .protocol import ALL, Schedule, schedule_of, step_of
 from .readers import Gates
 from ..model.reconstructors import CHECKED
 
@@ -47,14 +50,16 @@ class Loader:
     (allocated before anything else), then the records; ``records`` is padded so that
     record index i is ``records[i]``."""
 
-    def __init__(self, types, records, unset_markers=0, closes_cycle=None, batches=()):
+    def __init__(self, types: list[Any], records: list[Record], unset_markers: int = 0,
+                 closes_cycle: bytearray | None = None, batches: list[Batch] | tuple = ()):
         self.plans = [plan_for(i, e) for i, e in enumerate(types)]
         self.schedules = [schedule_of(p) for p in self.plans]
         self.objs = allocate(self.plans, batches, InstancePlan)
         first = self.first = self.unfilled = len(self.objs)
         self.batches = batches
         self.records_only = records
-        self.records = [None] * first + records if first else records
+        # the batch objects' places hold their column rows once filled (fill_batches)
+        self.records: list[Any] = [None] * first + records if first else records
         check_records(self.plans, records, first)
         if not unset_markers:
             # Generated code builds records straight into their objects; it never sees
@@ -70,17 +75,17 @@ class Loader:
                     made = (factory(tuple(plan.fields), plain, self.objs)
                             if factory is not None else None)
                     if made is not None:
-                        plan.create, plan.fill, plan.create_from_record = made
-        self.early = {}            # index -> mutable allocated before its record
-        self.unfinished = set()    # allocated, not yet filled
+                        plan.create, plan.fill, plan.create_from_record = made  # type: ignore[method-assign]
+        self.early: dict[int, Any] = {}   # index -> mutable allocated before its record
+        self.unfinished: set[int] = set()  # allocated, not yet filled
         self.unset_markers = unset_markers
         closes_cycle = closes_cycle if closes_cycle is not None else bytearray(len(records))
         self.closes_cycle = bytearray(first) + closes_cycle if first else closes_cycle
-        self.hash_ready = set()    # records known to hash by their final value
-        self.deep_ready = set()    # records known done with everything they reach
-        self.reach_memo = {}       # record -> whether it reaches a batch object
+        self.hash_ready: set[int] = set()   # records known to hash by their final value
+        self.deep_ready: set[int] = set()   # records known done with all they reach
+        self.reach_memo: dict[int, bool | None] = {}   # record -> reaches a batch object?
         self.filler = Filler(self.plans, batches, self.objs, MISSING)
-        self.current = None
+        self.current: int | None = None
         self.forwarded_missing = False   # forward() gave MISSING: vals may hold it
 
     def release(self):
@@ -90,7 +95,7 @@ class Loader:
         release_plans(self.plans)
         vars(self).clear()
 
-    def run(self, root_value):
+    def run(self, root_value: Any) -> Any:
         """The objects of the file, and its root: the steps of the module docstring."""
         hooks = self.batch_hooks()
         deferred = self.build_records(hooks)
@@ -104,7 +109,7 @@ class Loader:
         self.run_loaded_hooks(sorted(hooks) if deferred else hooks)
         return root
 
-    def build_records(self, hooks):
+    def build_records(self, hooks: list[int]) -> list[int]:
         """Build the records in file order; the indices of those that must wait.
 
         The common record is made in one call: generated code's ``from_record``, or
@@ -113,7 +118,8 @@ class Loader:
         locals: it runs once per object of the file."""
         records, objs, first = self.records_only, self.objs, self.first
         early, unfinished = self.early, self.unfinished
-        deferred = self.deferred = []
+        deferred: list[int] = []
+        self.deferred = deferred
         unfilled = first            # batch objects: not filled while records are built
         # plain tuples: CPython unpacks an exact tuple fastest (a Step names the fields)
         steps = [tuple(step_of(p, s, bool(first))) for p, s in zip(self.plans, self.schedules)]
@@ -166,7 +172,8 @@ class Loader:
         self.has_missing = has_missing
         return deferred
 
-    def general_record(self, i, rec, step, vals, slow, has_missing, hooks):
+    def general_record(self, i: int, rec: Record, step: tuple, vals: list[Any] | None,
+                       slow: bool, has_missing: bool, hooks: list[int]) -> bool:
         """Record ``i`` when it may refer ahead, to a missing object, or to one not
         finished: allocated, built or deferred, then filled or deferred. Returns whether
         objects may now be missing (a record deferred before it was built)."""
@@ -178,6 +185,7 @@ class Loader:
             vals = [v if v.__class__ is not list else
                     objs[v[0]] if v[0] < built else forward(v[0], i) for v in rec]
             maybe_missing = has_missing or self.forwarded_missing
+        assert vals is not None      # resolved here when slow, by the loop otherwise
         waiting = bool(slow or unfinished or unfilled)
         hashes, deep = schedule.hashes, schedule.deep
         if mutable:
@@ -208,7 +216,7 @@ class Loader:
             hooks.append(i)
         return has_missing
 
-    def fill_batches(self, deferred):
+    def fill_batches(self, deferred: list[int]) -> None:
         """Fill the batch objects from their columns, now that every record is built or
         waiting; the batch objects that wait for records join ``deferred``."""
         filler, unfinished = self.filler, self.unfinished
@@ -223,13 +231,13 @@ class Loader:
         # waiting for a value shows without it, as pickle shows one on a cycle.
         filler.hide_missing()
 
-    def check_unset_markers(self):
+    def check_unset_markers(self) -> None:
         consumed = sum(getattr(p, "unset_slots", 0) for p in self.plans)
         if consumed != self.unset_markers:
             raise FormatError(f"the save holds {self.unset_markers} unset-slot markers, "
                               f"{self.unset_markers - consumed} of them outside a slot field")
 
-    def run_loaded_hooks(self, indices):
+    def run_loaded_hooks(self, indices: list[int]) -> None:
         objs = self.objs
         for i in indices:
             obj = objs[i]
@@ -239,16 +247,18 @@ class Loader:
                 raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ failed: "
                                 f"{describe(e)}") from e
 
-    def batch_hooks(self):
+    def batch_hooks(self) -> list[int]:
         """The indices of the batch objects whose class has ``__autosave_loaded__``."""
-        hooks, start = [], 0
+        hooks: list[int] = []
+        start = 0
         for t, n, *_ in self.batches:
             if self.schedules[t].has_loaded_hook:
                 hooks += range(start, start + n)
             start += n
         return hooks
 
-    def blocker(self, rec, part, here, hashes, deep=False):
+    def blocker(self, rec: Record, part: slice, here: int, hashes: bool,
+                deep: bool = False) -> int | None:
         """The first record that rec[part] needs finished and is not, or None.
 
         Reading contents needs the referenced objects built and filled, and what they
@@ -297,7 +307,7 @@ class Loader:
         ready |= seen                 # all done: they hash by their final values
         return None
 
-    def deep_blocker(self, rec, part, here):
+    def deep_blocker(self, rec: Record, part: slice, here: int) -> int | None:
         """The first record reachable from rec[part] that is not built or not filled,
         or None; records found done with all they reach are remembered for the load."""
         unfinished, records, first = self.unfinished, self.records, self.first
@@ -316,7 +326,7 @@ class Loader:
         ready |= seen
         return None
 
-    def reaches_batch(self, j):
+    def reaches_batch(self, j: int) -> bool:
         """Whether object j is a batch object or reaches one through records (a
         record not built yet, or on a cycle being explored, counts as reaching one)."""
         first, memo, objs = self.first, self.reach_memo, self.objs
@@ -324,7 +334,7 @@ class Loader:
             return True
         if j in memo:
             return memo[j] is not False
-        stack = [(j, None)]
+        stack: list[tuple[int, list[int] | None]] = [(j, None)]
         while stack:
             k, kids = stack.pop()
             if kids is not None:               # its children are done
@@ -341,11 +351,11 @@ class Loader:
             stack.extend((t, None) for t in kids if t >= first and t not in memo)
         return memo[j] is not False
 
-    def obj_at(self, j):
+    def obj_at(self, j: int) -> Any:
         objs = self.objs
         return objs[j] if j < len(objs) else self.early.get(j, MISSING)
 
-    def value(self, v):
+    def value(self, v: Any) -> Any:
         if v.__class__ is list:
             n = len(self.objs)
             if len(v) != 1 or type(v[0]) is not int or not -n <= v[0] < n:
@@ -354,7 +364,7 @@ class Loader:
             return self.objs[v[0]]
         return v
 
-    def resolve(self, rec, here):
+    def resolve(self, rec: Record, here: int) -> list[Any]:
         """Resolve record ``here``'s references one by one; a reference to a record not
         reached yet allocates it early if it is mutable, else gives MISSING."""
         objs = self.objs
@@ -371,7 +381,7 @@ class Loader:
             vals.append(v)
         return vals
 
-    def forward(self, j, here):
+    def forward(self, j: int, here: int) -> Any:
         if not 0 <= j < len(self.records):
             raise FormatError(f"record {here}: reference to record {j} is out of range "
                               f"(0..{len(self.records) - 1})")
@@ -386,17 +396,18 @@ class Loader:
             self.unfinished.add(j)
         return obj
 
-    def finish_deferred(self, deferred, hooks):
+    def finish_deferred(self, deferred: list[int], hooks: list[int]) -> None:
         """Complete the records that waited (``Deferred``)."""
         Deferred(self, deferred, hooks).run()
 
-    def targets(self, rec, part, here):
+    def targets(self, rec: Record, part: slice, here: int) -> list[int]:
         """Absolute record indices of the references in rec[part]; rec is record ``here``."""
         return [target(v[0], here) for v in rec[part] if v.__class__ is list]
 
 
 
-def load_records(types, records, root_value, unset_markers=0, closes_cycle=None, batches=()):
+def load_records(types: list[Any], records: list[Record], root_value: Any, unset_markers: int = 0,
+                 closes_cycle: bytearray | None = None, batches: list[Batch] | tuple = ()) -> Any:
     loader = None
     checked = CHECKED.set({False: {}, True: {}})
     try:
@@ -429,14 +440,15 @@ class Deferred:
     identity first (their hash cannot change when filled).
     """
 
-    def __init__(self, loader, deferred, hooks):
+    def __init__(self, loader: Loader, deferred: list[int], hooks: list[int]):
         self.loader, self.hooks = loader, hooks
-        self.on_built, self.on_finished = {}, {}
-        self.need = {}            # waiting record -> [built blockers left, fill blockers]
+        self.on_built: dict[int, list[int]] = {}
+        self.on_finished: dict[int, list[int]] = {}
+        self.need: dict[int, list[int]] = {}   # waiting -> [built, fill blockers left]
         self.waiting = set(deferred)
         self.ready = deque(deferred)
-        self.only_fills = set()   # waiting, and blocked by nothing but unfinished fills
-        self.gates = None
+        self.only_fills: set[int] = set()   # waiting, blocked by unfinished fills only
+        self.gates: Gates | None = None
         # Records reach later ones through batch objects; one record alone has no
         # other to wait for.
         if loader.first and len(deferred) > 1:
@@ -448,7 +460,7 @@ class Deferred:
                                len(records))
             self.ready = deque(i for i in deferred if not self.gates.hold(i))
 
-    def run(self):
+    def run(self) -> None:
         waiting, ready, only_fills, objs = self.waiting, self.ready, self.only_fills, \
             self.loader.objs
         while waiting:
@@ -472,7 +484,7 @@ class Deferred:
                     if i in waiting:
                         self.attempt(i, True)
 
-    def complete(self, j, table, built):
+    def complete(self, j: int, table: dict[int, list[int]], built: bool) -> None:
         need, ready, waiting = self.need, self.ready, self.waiting
         for i in table.pop(j, ()):
             if i in waiting:
@@ -483,7 +495,8 @@ class Deferred:
                 elif counts[0] == 0:
                     self.only_fills.add(i)
 
-    def blockers(self, i, rec, schedule, building, force):
+    def blockers(self, i: int, rec: Record, schedule: Schedule, building: bool,
+                 force: bool) -> tuple[list[int], list[int]]:
         """(records rec needs built, records it needs finished) before it can go on."""
         loader = self.loader
         objs = loader.objs
@@ -495,14 +508,14 @@ class Deferred:
             # what it reads may be a batch object still waiting for a value
             finished_part = missing_part
         need_built = [j for j in loader.targets(rec, missing_part, i) if objs[j] is MISSING]
-        need_finished = []
+        need_finished: list[int] = []
         if not force and finished_part is not None:
             j = loader.blocker(rec, finished_part, i, schedule.hashes, schedule.deep)
             if j is not None:
                 (need_built if objs[j] is MISSING else need_finished).append(j)
         return need_built, need_finished
 
-    def wait(self, i, need_built, need_finished):
+    def wait(self, i: int, need_built: list[int], need_finished: list[int]) -> None:
         self.need[i] = [len(need_built), len(need_finished)]
         for j in need_built:
             self.on_built.setdefault(j, []).append(i)
@@ -511,7 +524,7 @@ class Deferred:
         if not need_built:
             self.only_fills.add(i)
 
-    def attempt(self, i, force):
+    def attempt(self, i: int, force: bool) -> None:
         loader = self.loader
         loader.current = i
         objs = loader.objs
@@ -542,7 +555,7 @@ class Deferred:
         if self.gates is not None:
             self.ready.extend(self.gates.done(i))
 
-    def patch(self, i):
+    def patch(self, i: int) -> None:
         """Give the batch objects that waited for record i's object their values."""
         filler = self.loader.filler
         patches = filler.patches         # batch objects' values built here
@@ -554,7 +567,7 @@ class Deferred:
                     self.loader.unfinished.discard(k)
                     self.complete(k, self.on_finished, False)
 
-    def hashes_safely(self, i):
+    def hashes_safely(self, i: int) -> bool:
         loader = self.loader
         objs, unfinished = loader.objs, loader.unfinished
         rec = loader.records[i]

@@ -245,7 +245,7 @@ def save_root(cls: _C) -> _C:
     if not isinstance(cls, type):
         raise TypeError("@autosave.save_root decorates a class")
     REGISTRY.register_class(cls)
-    cls.__autosave_root__ = True
+    cls.__autosave_root__ = True     # type: ignore[attr-defined]
     return cls
 
 

@@ -146,7 +146,7 @@ class ClassSchema:
         return tuple(names)
 
 
-_schemas = {}
+_schemas: dict[type, "ClassSchema"] = {}
 
 
 def schema_of(cls):

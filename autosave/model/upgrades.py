@@ -48,7 +48,7 @@ def run_upgrades(schema, saved_version, hooks, fields):
     return fields
 
 
-_warned = set()       # (name, from_version) of unreachable hooks already warned about
+_warned: set[tuple[str, int]] = set()       # (name, from_version) of unreachable hooks already warned about
 
 
 def unreachable_hooks(schema):

@@ -12,11 +12,14 @@ Errors carry the object path from the root; the path is only computed when somet
 fails, so the common path pays nothing for it.
 """
 
+from __future__ import annotations
+
 import functools
 import operator
 import types
 from collections import deque
 from itertools import chain, repeat
+from typing import Any
 
 from ..adapters import ADAPTERS_BY_TYPE
 from ..adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
@@ -24,7 +27,8 @@ from ..adapters.exceptions import EXCEPTION
 from ..adapters.weak import WeakAdapter
 from ..errors import SaveError
 from .columns import Batches, batchable
-from ..format.wire import ABSENT, INLINE_TYPES, STATE_FIELDS, emitter, marked, reference
+from ..format.forms import Cell, Record, emitter, marked, reference
+from ..format.wire import ABSENT, INLINE_TYPES, STATE_FIELDS
 from .order import SetOrder
 from .paths import find_path, placed, placed_cause
 from ..model import dispatch
@@ -72,7 +76,7 @@ class Walker:
         self.order = SetOrder(self.cell_of, self.structural_index, lambda: self.root)
         self.mention, self.refs = self._make_mention()
 
-    def cell_of(self, obj):
+    def cell_of(self, obj: Any) -> Cell | tuple[int] | None:
         """obj's cell (a batch object's: its reference as a record holds it,
         ``(-serial,)``), or None if the walk has not met it. Batch objects of classes
         hashed and compared by identity that a column met first are in the batches'
@@ -120,7 +124,7 @@ class Walker:
 
     # -- the traversal -----------------------------------------------------------------
 
-    def run(self, root):
+    def run(self, root: Any) -> tuple:
         try:
             return self._run(root)
         except (SaveError, MemoryError):
@@ -189,7 +193,7 @@ class Walker:
             return reference(root_value[0], self.first_record + len(self.records))
         return root_value
 
-    def drain(self):
+    def drain(self) -> None:
         """Visit what the stack holds, and everything it reaches, depth-first: each
         record is emitted once the objects it mentions are."""
         stack, memo = self.stack, self.memo
@@ -238,12 +242,13 @@ class Walker:
             self.write_weak(holder, adapter, entries)
         self.current = None
 
-    def value(self, v):
+    def value(self, v: Any) -> Any:
         return v if v.__class__ in self.prims else self.mention(v)
 
     # -- type table --------------------------------------------------------------------
 
-    def index_of(self, key, name=None, version=1, fields=()):
+    def index_of(self, key: Any, name: str | None = None, version: int = 1,
+                 fields: tuple | list = ()) -> int:
         index = self.type_index.get(key)
         if index is None:
             index = self.type_index[key] = len(self.types)
@@ -412,7 +417,7 @@ class Walker:
         self.keep.append(made)
         return self.refs(self.index_of(adapter), made)
 
-    def structural_index(self, obj):
+    def structural_index(self, obj: Any) -> int:
         """obj's place in a breadth-first walk from the root that does not enter sets
         (so it depends on the graph's shape, never on hashes); past the end if only
         sets reach it. Computed once per save, the first time set members tie."""
@@ -520,7 +525,7 @@ class Walker:
             check_state(cls, state)      # what a load would hand its __setstate__
         return [t] if state is None else self.refs(t, [state])
 
-    def save_instance(self, obj):
+    def save_instance(self, obj: Any) -> Record:
         cls = obj.__class__
         schema = schema_of(cls)
         shape = schema.shape_of(obj)
