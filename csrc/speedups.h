@@ -56,36 +56,12 @@ void memo_free(MemoObject *memo);
 PyObject *memo_get(MemoObject *memo, void *key);          /* borrowed, or NULL */
 int memo_set(MemoObject *memo, void *key, PyObject *value);
 
-/* columns.c: a save reads columns off the objects */
-PyObject *autosave_kinds(PyObject *module, PyObject *column);
-PyObject *autosave_first_kinds(PyObject *module, PyObject *objs);
-PyObject *autosave_split(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *autosave_shapes(PyObject *module, PyObject *objs);
-PyObject *autosave_slot_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *autosave_dict_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *autosave_list_columns(PyObject *module, PyObject *lists);
-
-/* references.c: a save looks up what columns refer to, and writes indices */
-PyObject *autosave_look_up(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *autosave_look_up_ids(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *autosave_fill_missing(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *autosave_file_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *autosave_differences(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-
-/* fill.c: a load resolves references (read from a file: checked) and fills objects */
-PyObject *autosave_resolve_refs(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *autosave_merge_mixed(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *autosave_fill_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *autosave_fill_lists(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *autosave_fill_attributes(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-
-/* columns.c: plain containers (lists: list_columns above) */
-PyObject *autosave_group_kinds(PyObject *module, PyObject *objs);
-PyObject *autosave_inline_keyed(PyObject *module, PyObject *dicts);
-PyObject *autosave_dict_entries(PyObject *module, PyObject *dicts);
-PyObject *autosave_code_strings(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-/* fill.c */
-PyObject *autosave_fill_dicts(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *autosave_decode_codes(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* The kernels (columns.c, references.c, fill.c), declared from the one list of them. */
+#define KERNEL_O(name, doc) PyObject *autosave_##name(PyObject *module, PyObject *arg);
+#define KERNEL_FASTCALL(name, doc) \
+    PyObject *autosave_##name(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+#include "../autosave/format/kernels.def"
+#undef KERNEL_O
+#undef KERNEL_FASTCALL
 
 #endif

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -783,3 +784,54 @@ def test_a_true_reference_difference_loads_alike_with_both_loops(difference):
         else:
             made.append(autosave.loads(data))
     assert [(type(m), m.a) for m in made] == [(Upgraded, [])] * 2
+
+
+# -- one list of kernels, and no stale build ----------------------------------------------
+
+def test_the_kernel_table_is_what_both_implementations_export():
+    # kernels.def is the one list: every kernel has its Python and its C
+    assert kernels.NAMES and set(kernels.NAMES) <= set(kernels.PURE)
+    if _speedups is not None:
+        exported = {name for name in dir(_speedups) if callable(getattr(_speedups, name))}
+        assert exported == {*kernels.NAMES, "Memo"}
+
+
+def _fake_checkout(tmp_path):
+    from autosave.format.sources import KERNEL_TABLE, sources_digest
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "columns.c").write_text("/* a kernel */\n")
+    table = tmp_path / KERNEL_TABLE
+    table.parent.mkdir(parents=True)
+    table.write_text(f"KERNEL_O({kernels.NAMES[0]}, \"doc\")\n")
+    built = tmp_path / "autosave" / "_speedups.so"
+    built.write_bytes(b"")
+    fake = SimpleNamespace(__file__=str(built), SOURCES=sources_digest(tmp_path), Memo=object,
+                           **{name: len for name in kernels.NAMES})
+    return fake
+
+
+def test_a_build_in_a_checkout_whose_sources_changed_is_refused(tmp_path):
+    fake = _fake_checkout(tmp_path)
+    assert kernels.build_problem(fake) is None
+    (tmp_path / "csrc" / "columns.c").write_text("/* a kernel, edited */\n")
+    problem = kernels.build_problem(fake)
+    assert problem is not None and "rebuild it (pip install -e .)" in problem
+    assert "AUTOSAVE_PUREPYTHON=1" in problem
+
+
+def test_a_build_lacking_a_kernel_is_refused(tmp_path):
+    fake = _fake_checkout(tmp_path)
+    del fake.__dict__[kernels.NAMES[-1]]
+    assert kernels.NAMES[-1] in kernels.build_problem(fake)
+
+
+def test_an_installed_build_has_no_sources_to_compare(tmp_path):
+    fake = _fake_checkout(tmp_path)
+    fake.SOURCES = "built elsewhere"
+    shutil.rmtree(tmp_path / "csrc")            # a wheel: no checkout beside it
+    assert kernels.build_problem(fake) is None
+
+
+@pytest.mark.skipif(_speedups is None, reason="autosave._speedups not built")
+def test_the_extension_in_use_matches_its_sources():
+    assert kernels.build_problem(_speedups) is None

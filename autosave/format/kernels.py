@@ -11,11 +11,16 @@ how the tests hold both to it, are in docs/speedups.md.
 """
 
 import os
+import re
 import threading
+from pathlib import Path
 from collections import deque
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import attrgetter, is_, is_not, itemgetter, sub
 from types import MemberDescriptorType, SimpleNamespace
+from typing import Any
+
+from .sources import KERNEL_TABLE, sources_digest
 
 
 def _sequence(objs):
@@ -370,11 +375,31 @@ def fill_lists(lists, lengths, items):
                                                          compress(lengths, lengths))), 0)
 
 
-PURE = {name: globals()[name] for name in (
-    "new_memo", "kinds", "first_kinds", "shapes", "slot_columns", "dict_columns", "split", "look_up",
-    "look_up_ids", "file_all", "fill_missing", "list_columns", "differences", "resolve_refs",
-    "merge_mixed", "fill_slots", "fill_attributes", "fill_lists", "group_kinds",
-    "inline_keyed", "dict_entries", "fill_dicts", "code_strings", "decode_codes")}
+def _kernel_names() -> list[str]:
+    """The kernels the C replaces: the one list of them (kernels.def), which the C
+    method table and declarations are made from too."""
+    table = (Path(__file__).parent / "kernels.def").read_text()
+    return re.findall(r"^KERNEL_\w+\((\w+),", table, re.M)
+
+
+NAMES = _kernel_names()
+PURE = {name: globals()[name] for name in ("new_memo", *NAMES)}
+
+
+def build_problem(speedups: Any) -> str | None:
+    """Why a built extension must not run, or None: it lacks a kernel, or it was built
+    in place, in a checkout (an editable install), whose sources changed since: it
+    would run C that no longer matches them."""
+    missing = sorted(name for name in (*NAMES, "Memo") if not hasattr(speedups, name))
+    root = Path(speedups.__file__).resolve().parent.parent
+    stale = ((root / "csrc").is_dir() and (root / KERNEL_TABLE).is_file()
+             and getattr(speedups, "SOURCES", "") != sources_digest(root))
+    if not (missing or stale):
+        return None
+    return (f"{speedups.__file__} was built from other sources than "
+            f"{root if stale else 'this autosave'}"
+            f"{' (it lacks ' + ', '.join(missing) + ')' if missing else ''}; rebuild it "
+            f"(pip install -e .) or set AUTOSAVE_PUREPYTHON=1 to run the Python loops")
 
 try:
     if os.environ.get("AUTOSAVE_PUREPYTHON"):
@@ -383,13 +408,10 @@ try:
 except ImportError:
     _speedups = None
 else:
-    _stale = sorted(name for name in (*PURE, "Memo") if name != "new_memo"
-                    and not hasattr(_speedups, name))
-    if _stale:       # built from older csrc/: a checkout edited, not reinstalled
-        raise ImportError(f"{_speedups.__file__} lacks {', '.join(_stale)}: it was built "
-                          f"from an older autosave; reinstall autosave (pip install -e .) "
-                          f"or set AUTOSAVE_PUREPYTHON=1")
-    globals().update({name: getattr(_speedups, name) for name in PURE if name != "new_memo"})
+    _problem = build_problem(_speedups)
+    if _problem is not None:
+        raise ImportError(_problem)
+    globals().update({name: getattr(_speedups, name) for name in NAMES})
     new_memo = _speedups.Memo
 
 #: Which implementation the engine runs: "C" or "Python".
