@@ -1,5 +1,5 @@
 """Checkpoints of a run split into shards: a step is visible only once every shard of
-it is durable (docs/run-checkpoints.md).
+it is durable (docs/runs.md).
 
 Files appear whole by the checkpoint log's means: written to a temporary file,
 fsynced, linked to their name, the directory fsynced; every call that changes the

@@ -1,4 +1,4 @@
-"""autosave.RunCheckpoint (docs/run-checkpoints.md): a sharded run's steps appear all
+"""autosave.RunCheckpoint (docs/runs.md): a sharded run's steps appear all
 or nothing. The API's refusals; every file operation of a sharded run failing in turn,
 in every way (autosave.log.faults); and crash states drawn from the fsync-ordered disk
 model of tests/crashmodel.py, in each of which the latest committed step must load
