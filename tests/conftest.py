@@ -18,6 +18,7 @@ import pytest
 from hypothesis import settings
 
 import autosave.files
+from autosave.format import buffers as out_of_band
 from autosave.format.wire import encode, frame, msgpack_pack
 from autosave.saving.saver import Saver
 from autosave.format.kernels import python_loops
@@ -34,16 +35,23 @@ settings.load_profile("fuzz" if os.environ.get("AUTOSAVE_FUZZ_EXAMPLES") else "s
 
 def reflective_bytes(root):
     """The bytes of a save by reflection alone, its loops in Python, encoded by msgpack
-    alone."""
-    with python_loops():
+    alone (every buffer in band)."""
+    with python_loops(), out_of_band.saving(None):
         return frame(msgpack_pack(list(Saver(generated=False).run(root))))
+
+
+def in_band(buffer):
+    return True
 
 
 class CheckedSaver(Saver):
     def run(self, root):
         try:
             direct = super().run(root)
-            direct_bytes = encode(*direct)
+            # a save offering buffers out of band, with every one kept in band: the
+            # bytes of a save without
+            direct_bytes = encode(*direct, buffer_callback=in_band
+                                  if out_of_band.save_policy() is not None else None)
         except Exception as e:
             try:
                 reflective_bytes(root)
