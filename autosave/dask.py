@@ -24,40 +24,15 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from distributed.protocol.serialize import (dask_deserialize, dask_serialize,
                                             register_serialization_family)
 
-from .coroutines.runtime import Coroutine
+from .claims import claimed_classes, claims
 from .files import dumps, loads
-from .model.registry import REGISTRY, allow as allow_packages, stable_name
+from .model.registry import allow as allow_packages
 
 FAMILY = "autosave"
 # What a client lists to accept no pickle back: gather and results come through the
 # autosave family, plain values through msgpack, errors as text.
 SAFE_DESERIALIZERS = (FAMILY, "msgpack", "error")
-CONTAINERS = (list, tuple, dict, set, frozenset)
 _registered: set[type] = set()
-
-
-def is_claimed_class(cls: type) -> bool:
-    """True for the game's classes: ``@save_root`` / ``@saveable`` ones (registered under
-    their stable name) and ``@autosave.coroutine`` generators."""
-    if issubclass(cls, Coroutine):
-        return True
-    try:
-        return REGISTRY.by_name.get(stable_name(cls)) is cls
-    except AttributeError:             # a class without __module__ or __qualname__
-        return False
-
-
-def claims(obj: object, depth: int = 0) -> bool:
-    """True if the autosave family saves ``obj``: a game object, or a builtin container
-    holding one (directly or in a nested container), saved whole so that sharing
-    between its items survives."""
-    cls = type(obj)
-    if cls in CONTAINERS:
-        if depth >= 3:
-            return False
-        items: Iterable[object] = obj.values() if isinstance(obj, dict) else obj  # type: ignore[assignment]
-        return any(claims(item, depth + 1) for item in items)
-    return is_claimed_class(cls)
 
 
 def serialize(obj: object, context: dict[str, Any] | None = None
@@ -95,8 +70,8 @@ def install() -> None:
     far (call it after importing the game's modules; the plugin and the preload do).
     Safe to call again: classes imported since are added."""
     register_serialization_family(FAMILY, serialize, deserialize)
-    for cls in [Coroutine, *REGISTRY.by_name.values()]:
-        if (isinstance(cls, type) and cls not in _registered and is_claimed_class(cls)):
+    for cls in claimed_classes():
+        if cls not in _registered:
             dask_serialize.register(cls)(_dask_serialize)
             dask_deserialize.register(cls)(_dask_deserialize)
             _registered.add(cls)
