@@ -125,16 +125,30 @@ def unpack(blob: bytes | memoryview) -> Any:
     return loads(data, buffers=buffers)
 
 
-def put(obj: object, **options: Any) -> ray.ObjectRef:
-    """Store ``obj`` in Ray's object store as autosave bytes (raw: Ray pickles nothing).
-    ``options`` go to ``ray.put`` (``_owner``)."""
-    return ray.put(pack(obj), **options)
+def put(obj: object, *, share_arrays: bool = False, **options: Any) -> ray.ObjectRef:
+    """Store ``obj`` in Ray's object store as autosave bytes, raw: Ray pickles nothing,
+    and ``get`` runs only ``autosave.loads``. ``options`` go to ``ray.put``.
+
+    ``share_arrays``: the save's out-of-band arrays go into the store as numpy arrays,
+    in Ray's own zero-copy form, beside the save's bytes; ``get`` then builds them on
+    the store's memory, without the copies the raw form costs, but Ray unpickles its
+    envelope of each array (numpy's reconstructor, written by Ray's ``put``)."""
+    if not share_arrays:
+        return ray.put(pack(obj), **options)
+    np = importlib.import_module("numpy")
+    buffers: list[Any] = []
+    data = dumps(obj, buffer_callback=buffers.append)
+    arrays = [np.frombuffer(b.raw(), dtype=np.uint8) for b in buffers]
+    return ray.put([MAGIC, data, arrays], **options)
 
 
 def get(ref: ray.ObjectRef, *, timeout: float | None = None) -> Any:
-    """The object ``put`` stored, loaded by ``autosave.loads`` (no pickle)."""
-    blob = ray.get(ref, timeout=timeout)
-    if not isinstance(blob, bytes):
-        raise FormatError(f"not an object stored by autosave.ray.put: Ray returned a "
-                          f"{type(blob).__name__}")
-    return unpack(blob)
+    """The object ``put`` stored, loaded by ``autosave.loads``."""
+    stored = ray.get(ref, timeout=timeout)
+    if isinstance(stored, bytes):
+        return unpack(stored)
+    if (type(stored) is list and len(stored) == 3 and stored[0] == MAGIC
+            and type(stored[1]) is bytes and type(stored[2]) is list):
+        return loads(stored[1], buffers=stored[2])
+    raise FormatError(f"not an object stored by autosave.ray.put: Ray returned a "
+                      f"{type(stored).__name__}")

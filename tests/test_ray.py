@@ -62,6 +62,20 @@ def test_put_stores_autosave_bytes_raw_and_get_loads_them(cluster):
         ar.unpack(stored[:-8])
 
 
+def test_put_sharing_arrays_builds_them_on_the_store(cluster):
+    shard = played("q", 5, 6)
+    shard.field = np.arange(256.0 * 256).reshape(256, 256)
+    static = np.arange(1 << 15, dtype=np.int64)
+    static.flags.writeable = False
+    ref = ar.put({"shard": shard, "static": static}, share_arrays=True)
+    back = ar.get(ref)
+    assert fingerprint(back["shard"]) == fingerprint(shard)
+    assert back["shard"].field.flags.writeable            # copied: it was writeable
+    assert not back["static"].flags.writeable
+    assert np.array_equal(back["static"], static)
+    assert back["static"].base is not None                # on the store's memory
+
+
 def test_shards_holding_coroutines_travel_to_tasks_and_back(cluster):
     @ray.remote
     def advance(shard, ticks):
