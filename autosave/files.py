@@ -6,7 +6,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pickle import PickleBuffer
 from typing import IO, Any, Protocol, TypeVar
 
@@ -15,7 +15,7 @@ import xxhash
 from .saving.saver import Saver
 from .errors import FormatError, SaveError
 from .format import buffers as out_of_band
-from .format.buffers import OUT_OF_BAND_MIN
+from .format.buffers import OUT_OF_BAND_MIN, SavePolicy
 from .format.buffers import views_of as buffers_of
 from .format.wire import decode, encode
 from .model.generated import GENERATED
@@ -64,9 +64,11 @@ def dumps(root: object, *, buffer_callback: Callable[[PickleBuffer], Any] | None
     without a copy; where it returns a false value the array's data is left out of
     the bytes, for the caller to carry and give back to ``loads(data, buffers=...)``
     (docs/format.md, "Out-of-band buffers"). Without it, the bytes are as ever."""
-    with collector_paused(), (nullcontext() if buffer_callback is None
-                              else out_of_band.saving(out_of_band_min)):
-        types, records, root_value, batches = _walker().run(root)
+    walker = _walker()
+    if buffer_callback is not None:
+        walker.out_of_band = SavePolicy(out_of_band_min)     # this walk's, no other's
+    with collector_paused():
+        types, records, root_value, batches = walker.run(root)
         try:
             return encode(types, records, root_value, batches, buffer_callback)
         except Exception as e:       # records hold only encodable values: a defect

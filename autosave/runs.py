@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 import xxhash
 
 from .errors import ChecksumError, FormatError

@@ -18,7 +18,6 @@ import pytest
 from hypothesis import settings
 
 import autosave.files
-from autosave.format import buffers as out_of_band
 from autosave.format.wire import encode, frame, msgpack_pack
 from autosave.saving.saver import Saver
 from autosave.format.kernels import python_loops
@@ -36,7 +35,7 @@ settings.load_profile("fuzz" if os.environ.get("AUTOSAVE_FUZZ_EXAMPLES") else "s
 def reflective_bytes(root):
     """The bytes of a save by reflection alone, its loops in Python, encoded by msgpack
     alone (every buffer in band)."""
-    with python_loops(), out_of_band.saving(None):
+    with python_loops():
         return frame(msgpack_pack(list(Saver(generated=False).run(root))))
 
 
@@ -47,11 +46,11 @@ def in_band(buffer):
 class CheckedSaver(Saver):
     def run(self, root):
         try:
+            offering = self.out_of_band is not None
             direct = super().run(root)
             # a save offering buffers out of band, with every one kept in band: the
             # bytes of a save without
-            direct_bytes = encode(*direct, buffer_callback=in_band
-                                  if out_of_band.save_policy() is not None else None)
+            direct_bytes = encode(*direct, buffer_callback=in_band if offering else None)
         except Exception as e:
             try:
                 reflective_bytes(root)

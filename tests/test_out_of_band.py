@@ -244,3 +244,31 @@ def test_a_truncated_memoryview_is_a_truncated_save():
     data = autosave.dumps(list(range(100)))
     with pytest.raises(autosave.TruncatedSaveError):
         autosave.loads(memoryview(data)[:-3])
+
+
+class Packed:
+    """Saves a part of itself as bytes of its own, with autosave, while being saved."""
+
+    def __init__(self, grid):
+        self.grid = grid
+
+    def __getstate__(self):
+        return {"blob": autosave.dumps(self.grid)}
+
+    def __setstate__(self, state):
+        self.grid = autosave.loads(state["blob"])
+
+
+autosave.allow(__name__)
+
+
+def test_a_save_made_during_a_save_offering_buffers_offers_none():
+    """The policy belongs to the one walk dumps started: a hook's own dumps writes its
+    arrays in band, and its bytes load alone."""
+    grid = np.arange(1 << 14, dtype=np.float64)
+    root = {"packed": Packed(grid), "big": np.ones(1 << 14)}
+    data, buffers = oob_dumps(root)
+    assert len(buffers) == 1                              # "big" only
+    out = autosave.loads(data, buffers=buffers)
+    assert np.array_equal(out["packed"].grid, grid)
+    assert not np.shares_memory(out["packed"].grid, grid)

@@ -27,7 +27,7 @@ from math import prod
 from pickle import PickleBuffer
 
 from ..errors import FormatError
-from ..format.buffers import BufferRef, OutOfBand, built_on_buffer, note_root, save_policy
+from ..format.buffers import BufferRef, OutOfBand, built_on_buffer, note_root
 from ..loading.limits import charge
 from ..loading.loadcheck import MAX_ITERATOR_GAP, exact
 from ..model.purity import declare
@@ -348,7 +348,7 @@ class NdarrayDispatch(Adapter):
                                 "cannot be saved; use dtype=object for the whole array")
             made, adapter = OBJECT_ARRAY.parts(obj), OBJECT_ARRAY
         else:
-            policy = save_policy()
+            policy = getattr(walker, "out_of_band", None)   # a SavePolicy: dumps sets it
             if policy is not None and obj.nbytes >= policy.minimum and (
                     obj.flags.c_contiguous or obj.flags.f_contiguous):
                 return out_of_band(walker, obj)

@@ -41,32 +41,19 @@ class BufferRef:
 
 
 class SavePolicy:
+    """What one save offers out of band: arrays of at least ``minimum`` bytes. Given to
+    that save's walker alone (``walker.out_of_band``), so a save made during another
+    (a hook's) offers nothing."""
     __slots__ = ("minimum",)
 
     def __init__(self, minimum: int) -> None:
+        if type(minimum) is not int or minimum < 1:
+            raise ValueError(f"out_of_band_min is an int >= 1, not {minimum!r}")
         self.minimum = minimum
 
 
-_SAVING: ContextVar[SavePolicy | None] = ContextVar("autosave_out_of_band", default=None)
 # id -> array of the arrays a load built on its buffers (views of them may follow)
 _LOADED: ContextVar[dict[int, Any] | None] = ContextVar("autosave_buffer_roots", default=None)
-
-
-@contextmanager
-def saving(minimum: int | None) -> Iterator[None]:
-    """Within: arrays of at least ``minimum`` bytes are offered out of band (None:
-    none is)."""
-    if minimum is not None and (type(minimum) is not int or minimum < 1):
-        raise ValueError(f"out_of_band_min is an int >= 1, not {minimum!r}")
-    token = _SAVING.set(None if minimum is None else SavePolicy(minimum))
-    try:
-        yield
-    finally:
-        _SAVING.reset(token)
-
-
-def save_policy() -> SavePolicy | None:
-    return _SAVING.get()
 
 
 @contextmanager
