@@ -31,6 +31,7 @@ STEP_END = 1 << 64
 SHARD_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _COMMIT = re.compile(r"step-(\d{20})\.commit")
 _SHARD = re.compile(r"step-(\d{20})\.([A-Za-z0-9_-]{1,64})\.shard")
+_TEMPORARY = re.compile(r"\.(step-\d{20}\.(?:[A-Za-z0-9_-]{1,64}\.shard|commit))\.autosave-.*\.tmp")
 
 
 class CheckpointError(Exception):
@@ -327,6 +328,11 @@ class RunCheckpoint:
                 pass                         # another prune removed it
         if doomed:
             ops.fsync_directory(self.directory)
+        # temporary files of writers that died mid-write: their names are never
+        # written again (each step's names are new), so no later write removes them
+        for stem in {m[1] for name in os.listdir(self.directory)
+                     if (m := _TEMPORARY.fullmatch(name)) is not None}:
+            _remove_stale_temporaries(self.directory, stem)
         return removed
 
 

@@ -311,3 +311,22 @@ def test_every_crash_state_leaves_the_last_committed_step_whole(recorded, tmp_pa
                         shard_state(shard, latest))
     assert len(recorded) > 50
     assert {None, 0, 4} <= seen              # states early, mid-run and complete drawn
+
+
+def test_prune_removes_temporary_files_of_writers_gone_and_keeps_live_ones(tmp_path):
+    import subprocess
+
+    from autosave.files import temporary_name, this_process
+
+    ckpt = RunCheckpoint(tmp_path)
+    ckpt.commit(1, [ckpt.save_shard("a", 1, 1)])
+    dead = subprocess.Popen(["true"])
+    dead.wait()                                  # its pid names no running process
+    host, start = this_process()
+    stale = temporary_name(RunCheckpoint.shard_file("a", 2), dead.pid, host, start)
+    live = temporary_name(RunCheckpoint.commit_file(2), os.getpid(), host, start)
+    for name in (stale, live):
+        (tmp_path / name).write_bytes(b"half a save")
+    ckpt.prune(keep=1)
+    names = os.listdir(tmp_path)
+    assert stale not in names and live in names
