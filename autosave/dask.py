@@ -120,5 +120,10 @@ class AutosavePlugin(WorkerPlugin):
               help="a package to trust on load, as autosave.allow (repeatable)")
 def dask_setup(server: Any, modules: tuple[str, ...], allowed: tuple[str, ...]) -> None:
     """As a preload (``dask worker --preload autosave.dask --autosave-import game``):
-    an import that fails stops the worker from starting."""
-    setup(modules, allowed)
+    an import that fails stops the worker from starting. Dask logs and passes over an
+    Exception from a preload's setup, so the failure leaves as SystemExit."""
+    try:
+        setup(modules, allowed)
+    except Exception as e:
+        raise SystemExit(f"autosave.dask: this worker cannot load the game's saves: "
+                         f"{type(e).__name__}: {e}") from e

@@ -143,6 +143,10 @@ def test_a_worker_setup_missing_a_module_raises():
         "dask_setup", ["--autosave-import", "shards.model", "--autosave-allow", "simpy"])
     ad.dask_setup.callback(None, **context.params)
     assert autosave.model.registry.REGISTRY.is_allowed_module("simpy.core")
+    context = ad.dask_setup.make_context("dask_setup",
+                                         ["--autosave-import", "no_such_game_module"])
+    with pytest.raises(SystemExit, match="no_such_game_module"):
+        ad.dask_setup.callback(None, **context.params)
 
 
 # -- a real cluster ------------------------------------------------------------------
@@ -184,15 +188,20 @@ def test_the_safe_deserializer_list_on_a_client(cluster):
 
 
 @pytest.mark.slow
-def test_a_worker_missing_the_game_module_fails_at_startup():
+@pytest.mark.parametrize("how", ["preload text", "preload module with argv"])
+def test_a_worker_missing_the_game_module_fails_at_startup(how):
+    """The same cluster as the fixture's, but for the module's name: the worker's
+    setup fails, and the cluster does not start."""
     from distributed import LocalCluster
 
-    """The same cluster as the fixture's, but for the module's name: the worker's
-    import fails while it is being built, and the cluster does not start."""
+    if how == "preload text":
+        options = {"preload": [ad.preload(["no_such_game_module"])]}
+    else:
+        options = {"preload": ["autosave.dask"],
+                   "preload_argv": ["--autosave-import", "no_such_game_module"]}
     with pytest.raises(RuntimeError, match="failed to start"):
         with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                          dashboard_address=None,
-                          preload=[ad.preload(["no_such_game_module"])]):
+                          dashboard_address=None, **options):
             pass
     with pytest.raises(ValueError, match="a module or package name"):
         ad.preload(["game; import os"])
