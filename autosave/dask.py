@@ -19,10 +19,14 @@ import importlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import click
-from distributed.diagnostics.plugin import WorkerPlugin
-from distributed.protocol.serialize import (dask_deserialize, dask_serialize,
-                                            register_serialization_family)
+try:
+    import click
+    from distributed.diagnostics.plugin import WorkerPlugin
+    from distributed.protocol.serialize import (dask_deserialize, dask_serialize,
+                                                register_serialization_family)
+except ImportError as e:
+    raise ImportError(f"autosave.dask needs Dask's distributed: pip install "
+                      f"'autosave[dask]' ({e})") from e
 
 from .claims import claimed_classes, claims
 from .files import dumps, loads

@@ -18,7 +18,10 @@ import struct
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import ray
+try:
+    import ray
+except ImportError as e:
+    raise ImportError(f"autosave.ray needs Ray: pip install 'autosave[ray]' ({e})") from e
 
 from .claims import claimed_classes
 from .errors import FormatError
