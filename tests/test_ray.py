@@ -7,6 +7,7 @@ seconds to start)."""
 
 import os
 import sys
+import time
 
 import pytest
 
@@ -127,12 +128,14 @@ def test_an_actor_restarted_by_max_restarts_restores_in_init(cluster, tmp_path):
     RunCheckpoint(directory).commit(8, [ray.get(actor.checkpoint.remote())])
     ray.get(actor.run.remote(5))
     ray.kill(actor, no_restart=False)              # killed; Ray restarts it
-    for _ in range(200):
+    for _ in range(600):
         try:
             tick = ray.get(actor.tick.remote(), timeout=60)
-            break
         except ray.exceptions.RayActorError:
-            continue                               # still restarting
+            continue                               # dead, not restarted yet
+        if tick != 13:                             # else the kill has not landed yet
+            break
+        time.sleep(0.1)
     assert tick == 8
     ray.get(actor.run.remote(12))
     assert ray.get(actor.fingerprint.remote()) == uninterrupted("r", 0, 20)
