@@ -24,6 +24,7 @@ from .files import copy, dump, dumps, load, loads, save
 from .log import (Bookmark, CheckpointLog, LogClosedError, LogForkedError, LogLockedError,
                   LogPoisonedError, LogUnusableError, Position, ReadOnlyLogError,
                   StepOrderError)
+from .runs import CheckpointError, RunCheckpoint, ShardReceipt
 from .model.registry import allow, asset, assets, save_root, saveable, upgrade
 from .model.schema import transient
 from .model.reconstructors import reconstructor
@@ -37,7 +38,7 @@ __all__ = [
     "dumps", "loads", "save", "load", "dump", "copy",
     "CheckpointLog", "Position", "Bookmark", "LogLockedError", "LogUnusableError",
     "LogClosedError", "LogPoisonedError", "LogForkedError", "ReadOnlyLogError",
-    "StepOrderError",
+    "StepOrderError", "RunCheckpoint", "ShardReceipt", "CheckpointError",
     "SaveError", "LoadError", "FormatError", "UntrustedTypeError",
     "IncompatibleSaveError", "CorruptLogError", "LostPositionError", "StaleGeneratedCodeError",
     "CoroutineError",

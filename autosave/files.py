@@ -5,14 +5,18 @@ import gc
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pickle import PickleBuffer
 from typing import IO, Any, Protocol, TypeVar
 
 import xxhash
 
 from .saving.saver import Saver
 from .errors import FormatError, SaveError
+from .format import buffers as out_of_band
+from .format.buffers import OUT_OF_BAND_MIN, SavePolicy
+from .format.buffers import views_of as buffers_of
 from .format.wire import decode, encode
 from .model.generated import GENERATED
 from .loading.limits import OverBudget, file_budget, no_budget
@@ -48,16 +52,28 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def dumps(root: object) -> bytes:
+def dumps(root: object, *, buffer_callback: Callable[[PickleBuffer], Any] | None = None,
+          out_of_band_min: int = OUT_OF_BAND_MIN) -> bytes:
     """Everything reachable from ``root``, as bytes. Raises SaveError with the object path.
 
     The graph is walked once, by the one save engine, with the game's generated code
-    where it has some (which writes the bytes reflection would)."""
+    where it has some (which writes the bytes reflection would).
+
+    ``buffer_callback``, as pickle's protocol 5: each contiguous numpy array of plain
+    data of at least ``out_of_band_min`` bytes is handed to it as a ``PickleBuffer``,
+    without a copy; where it returns a false value the array's data is left out of
+    the bytes, for the caller to carry and give back to ``loads(data, buffers=...)``
+    (docs/format.md, "Out-of-band buffers"). Without it, the bytes are as ever."""
+    walker = _walker()
+    if buffer_callback is not None:
+        walker.out_of_band = SavePolicy(out_of_band_min)     # this walk's, no other's
     with collector_paused():
-        types, records, root_value, batches = _walker().run(root)
+        types, records, root_value, batches = walker.run(root)
         try:
-            return encode(types, records, root_value, batches)
+            return encode(types, records, root_value, batches, buffer_callback)
         except Exception as e:       # records hold only encodable values: a defect
+            if buffer_callback is not None and not isinstance(e, (TypeError, ValueError)):
+                raise                # the caller's callback failed: its error, as pickle
             raise SaveError(f"the records could not be encoded: {type(e).__name__}: {e}",
                             "root") from e
 
@@ -68,14 +84,24 @@ def _walker() -> Saver:
     return Saver(generated=GENERATED.activate())
 
 
-def loads(data: bytes | bytearray | memoryview) -> Any:
+def loads(data: bytes | bytearray | memoryview, *,
+          buffers: Iterable[Any] | None = None) -> Any:
     """The root saved in ``data``. Raises only LoadError kinds on bad input.
 
     The whole load is held to the budget of ``data``'s size (autosave.loading.limits), or,
-    inside a reader that opened one (a log's restore), to that reader's file's."""
+    inside a reader that opened one (a log's restore), to that reader's file's.
+    ``buffers``: the out-of-band buffers ``dumps(..., buffer_callback=...)`` was given, in
+    order; arrays are built on their memory without a copy, and the budget is that of
+    a file as long as ``data`` and the buffers together. A memoryview ``data`` is read
+    in place."""
+    views = None if buffers is None else buffers_of(buffers)
+    size = data.nbytes if isinstance(data, memoryview) else len(data)
     try:
-        with collector_paused(), file_budget(len(data)):
-            return load_records(*decode(data))
+        with collector_paused(), file_budget(size + sum(v.nbytes for v in views or ())):
+            if views is None:
+                return load_records(*decode(data))
+            with out_of_band.loading():
+                return load_records(*decode(data, views))
     except OverBudget as e:
         raise FormatError(str(e)) from None
 

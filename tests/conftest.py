@@ -34,16 +34,23 @@ settings.load_profile("fuzz" if os.environ.get("AUTOSAVE_FUZZ_EXAMPLES") else "s
 
 def reflective_bytes(root):
     """The bytes of a save by reflection alone, its loops in Python, encoded by msgpack
-    alone."""
+    alone (every buffer in band)."""
     with python_loops():
         return frame(msgpack_pack(list(Saver(generated=False).run(root))))
+
+
+def in_band(buffer):
+    return True
 
 
 class CheckedSaver(Saver):
     def run(self, root):
         try:
+            offering = self.out_of_band is not None
             direct = super().run(root)
-            direct_bytes = encode(*direct)
+            # a save offering buffers out of band, with every one kept in band: the
+            # bytes of a save without
+            direct_bytes = encode(*direct, buffer_callback=in_band if offering else None)
         except Exception as e:
             try:
                 reflective_bytes(root)

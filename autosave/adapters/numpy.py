@@ -24,7 +24,11 @@ import re
 import sys
 from math import prod
 
+from pickle import PickleBuffer
+
 from ..errors import FormatError
+from ..format.buffers import BufferRef, OutOfBand, built_on_buffer, note_root
+from ..loading.limits import charge
 from ..loading.loadcheck import MAX_ITERATOR_GAP, exact
 from ..model.purity import declare
 from .base import Adapter, register_adapter, when_imported
@@ -163,22 +167,40 @@ class ArrayAdapter(Adapter):
         if len(vals) < 4:
             raise FormatError("a numpy.ndarray record is too short")
         dtype, flags, data = _dtype(vals[1]), vals[2], vals[3]
-        exact(data, bytes, "a numpy array's data")
+        if data.__class__ is not BufferRef:
+            exact(data, bytes, "a numpy array's data")
         if type(flags) is not int or flags & ~(FORTRAN | READONLY):
             raise FormatError("a numpy array's flags are malformed")
         shape = _shape(vals[4:], len(vals) - 4, "numpy.ndarray")
         if dtype.hasobject:
             raise FormatError("a numpy.ndarray record of raw bytes cannot hold objects")
         count = prod(shape)
-        if count * dtype.itemsize != len(data) or (dtype.itemsize == 0 and count > MAX_ITERATOR_GAP):
+        size = data.view.nbytes if data.__class__ is BufferRef else len(data)
+        if count * dtype.itemsize != size or (dtype.itemsize == 0 and count > MAX_ITERATOR_GAP):
             raise FormatError(f"a numpy array of shape {shape} and dtype {dtype.str} "
-                              f"holds {len(data)} bytes of data")
+                              f"holds {size} bytes of data")
         order = "F" if flags & FORTRAN else "C"
+        if data.__class__ is BufferRef:
+            return _on_buffer(data.view, dtype, shape, order, flags)
         # a copy, so the array owns its memory (views of it may follow)
         arr = np.frombuffer(data, dtype=dtype, count=count).reshape(shape, order=order).copy(order=order)
         if flags & READONLY:
             arr.flags.writeable = False
         return arr
+
+
+def _on_buffer(view, dtype, shape, order, flags):
+    """An array on an out-of-band buffer's memory, without a copy; writeable as saved,
+    so a writeable array over read-only memory is a copy (charged to the budget)."""
+    arr = np.ndarray(shape, dtype=dtype, buffer=view, order=order)
+    if flags & READONLY:
+        arr.flags.writeable = False
+    elif view.readonly:
+        charge(arr.nbytes, arr.nbytes >> 6, f"a copy of a read-only buffer of {arr.nbytes:,} "
+                                            f"bytes")
+        return arr.copy(order=order)
+    note_root(arr)
+    return arr
 
 
 class ObjectArrayAdapter(Adapter):
@@ -227,7 +249,8 @@ class ViewAdapter(Adapter):
         if len(vals) < 6:
             raise FormatError("a numpy.view record is too short")
         root, dtype, flags, offset, ndim = vals[1:6]
-        if type(root) is not np.ndarray or root.base is not None or not (
+        if type(root) is not np.ndarray or (
+                root.base is not None and not built_on_buffer(root)) or not (
                 root.flags.c_contiguous or root.flags.f_contiguous):
             raise FormatError("a numpy view's base must be an array owning its memory")
         dtype = _dtype(dtype)
@@ -325,9 +348,24 @@ class NdarrayDispatch(Adapter):
                                 "cannot be saved; use dtype=object for the whole array")
             made, adapter = OBJECT_ARRAY.parts(obj), OBJECT_ARRAY
         else:
+            policy = getattr(walker, "out_of_band", None)   # a SavePolicy: dumps sets it
+            if policy is not None and obj.nbytes >= policy.minimum and (
+                    obj.flags.c_contiguous or obj.flags.f_contiguous):
+                return out_of_band(walker, obj)
             made, adapter = ARRAY.parts(obj), ARRAY
         walker.keep.append(made)
         return walker.refs(walker.index_of(adapter), made)
+
+
+def out_of_band(walker, obj):
+    """The array's record with its data as a marker the encoder offers out of band
+    (docs/format.md, "Out-of-band buffers"): the array's own memory, not a copy."""
+    made = [obj.dtype, _flags(obj), b"", *obj.shape]
+    walker.keep.append(made)
+    rec = walker.refs(walker.index_of(ARRAY), made)
+    # its memory as flat bytes: numpy exports no buffer of some dtypes (datetime64)
+    rec[3] = OutOfBand(PickleBuffer(obj.reshape(-1, order="A").view(np.uint8)))
+    return rec
 
 
 # -- random generators ---------------------------------------------------------------------

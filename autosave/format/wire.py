@@ -12,6 +12,7 @@ except ImportError:                # the fast extra is not installed
     msgspec = None                 # type: ignore[assignment]
 
 from . import kernels
+from .buffers import OUT_OF_BAND, Incoming, encoder_hook
 from .forms import target
 from ..errors import ChecksumError, FormatError, TruncatedSaveError
 
@@ -42,14 +43,19 @@ def frame(body):
 def unframe(data):
     """(format version, body) of a save, its frame checked: magic, version, and for
     framed versions the length and checksum, so no corrupt byte reaches the decoder."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
+    if isinstance(data, memoryview):
+        # read in place (a Dask frame, a Ray buffer): as bytes, one byte per item
+        if data.format != "B" or data.ndim != 1:
+            data = data.cast("B") if data.c_contiguous else memoryview(bytes(data))
+    elif isinstance(data, (bytes, bytearray)):
+        data = bytes(data)       # a bytearray copied: its owner could resize it meanwhile
+    else:
         raise TypeError(f"autosave.loads() takes bytes, not {type(data).__name__}")
-    data = bytes(data)
-    if data.startswith(LOG_MAGIC):
+    if data[:len(LOG_MAGIC)] == LOG_MAGIC:
         raise FormatError("this is a checkpoint log, not a save: open it with "
                           "autosave.CheckpointLog.open(path), or look inside with "
                           "`autosave inspect`")
-    if not data.startswith(MAGIC):
+    if data[:len(MAGIC)] != MAGIC:
         raise FormatError("not an autosave file: the magic bytes \\x89ASV are missing"
                           if len(data) >= 4 else f"not an autosave file: only {len(data)} bytes")
     if len(data) == len(MAGIC):
@@ -87,8 +93,27 @@ def unframe(data):
                         f"its checksum")
 
 
-def encode(types, records, root_value, batches=()):
-    return frame(pack([types, records, root_value, list(batches)]))
+def encode(types, records, root_value, batches=(), buffer_callback=None):
+    """A save's bytes. ``buffer_callback``: the records may hold out-of-band markers
+    (autosave.format.buffers), each handed to it as the body is written."""
+    body = [types, records, root_value, list(batches)]
+    if buffer_callback is None:
+        return frame(pack(body))
+    return frame(pack_with_buffers(body, buffer_callback))
+
+
+def pack_with_buffers(value, callback):
+    """pack(), the out-of-band markers asked of ``callback`` as the encoder meets them."""
+    decided = {}          # an encoding started over keeps the callback's first answers
+    if _fast_encode is not None:
+        hook = encoder_hook(callback, msgspec.msgpack.Ext, _msgspec_hook, decided)
+        try:
+            return msgspec.msgpack.Encoder(enc_hook=hook).encode(value)
+        except (UnicodeEncodeError, OverflowError):
+            pass          # as pack()
+    hook = encoder_hook(callback, msgpack.ExtType, _msgpack_default, decided)
+    return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogatepass",
+                         default=hook)
 
 
 def pack(value):
@@ -216,14 +241,17 @@ class _ExtHook:
     loader can check each one stood in a slot field, and (format 3) wide ints, each in
     its one canonical form so that a save re-saved gives the same bytes."""
 
-    def __init__(self, version):
+    def __init__(self, version, buffers=None):
         self.unset = 0
         self.wide_ints = version >= 3
+        self.buffers = Incoming(buffers)
 
     def __call__(self, code, data):
         if code == 0 and data == b"":
             self.unset += 1
             return ABSENT
+        if code == OUT_OF_BAND:
+            return self.buffers.take(data)
         if code == WIDE_INT and self.wide_ints:
             value = int.from_bytes(data, "little", signed=True)
             if INT_MIN <= value < INT_END or len(data) != (value.bit_length() + 8) // 8:
@@ -233,13 +261,14 @@ class _ExtHook:
         raise FormatError(f"the save body holds msgpack extension type {code}")
 
 
-def decode(data):
+def decode(data, buffers=None):
     """bytes -> (types, records, root value, unset-slot markers, cycle marks), checked.
 
     Type indices come back normalised; ``closes_cycle[i]`` is 1 for records the writer
-    marked as referring to a later record."""
+    marked as referring to a later record. ``buffers``: the out-of-band buffers given
+    (flat byte views), which ext 2 values become (``buffers.BufferRef``)."""
     version, body = unframe(data)
-    ext_hook = _ExtHook(version)
+    ext_hook = _ExtHook(version, buffers)
     try:
         # msgpack bounds every length by the input size before allocating it.
         body = msgpack.unpackb(body, raw=False, use_list=True,
@@ -276,7 +305,9 @@ def decode(data):
             closes_cycle[i] = 1
         if t >= ntypes:
             raise FormatError(f"record {i} names type {t}, the type table has {ntypes}")
-    check_batches(batches, ntypes, len(data), coded=version >= 5)
+    check_batches(batches, ntypes, data.nbytes if isinstance(data, memoryview) else len(data),
+                  coded=version >= 5)
+    ext_hook.buffers.check(types, records)
     return types, records, root, ext_hook.unset, closes_cycle, batches
 
 

@@ -51,6 +51,10 @@ class Saver(Walker):
     """The one save engine. ``generated``: use the game's generated handlers where it
     has them (configured once per save, by ``dumps``)."""
 
+    # What this save offers out of band (autosave.format.buffers.SavePolicy), set by
+    # dumps(buffer_callback=...) on its own walker; read by the numpy adapter.
+    out_of_band: object = None
+
     def __init__(self, generated=True):
         super().__init__()
         self.generated = generated

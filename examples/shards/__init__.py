@@ -1,0 +1,1 @@
+"""A mesa-like model split into shards (examples/distributed_run.py)."""
