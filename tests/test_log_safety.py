@@ -244,6 +244,7 @@ def test_a_decompression_bomb_is_refused_within_its_bound(tmp_path, capsys):
     assert err.count("\n") == 1 and str(path) in err and f"offset {offset}" in err
 
 
+@pytest.mark.slow         # saves and inflates a million lists
 def test_a_small_log_restores_within_the_budget_of_its_own_size(tmp_path):
     """A real save that zlib shrinks 500:1 in a log of some 10 KB: the inflated
     checkpoint and its load are charged to the log's budget (64 MiB + 100 bytes per

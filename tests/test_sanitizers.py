@@ -81,6 +81,7 @@ def run_sanitized(sanitized, *pytest_args):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.slow         # builds the extension under sanitizers: seconds of C compiling
 def test_the_differential_tests_pass_under_asan_and_ubsan(sanitized):
     done = run_sanitized(sanitized, "tests/test_kernels.py", "-k", "agree or refuse or forged")
     report = done.stdout[-3000:] + done.stderr[-6000:]
