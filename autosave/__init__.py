@@ -29,7 +29,7 @@ from .model.registry import allow, asset, assets, save_root, saveable, upgrade
 from .model.schema import transient
 from .model.reconstructors import reconstructor
 from .model.extend import register
-from .adapters.base import Adapter, register_adapter
+from .model.adapters.base import Adapter, register_adapter
 from .coroutines import coroutine        # also registers the coroutine record type
 
 __all__ = [

@@ -19,7 +19,7 @@ from .format.buffers import OUT_OF_BAND_MIN, SavePolicy
 from .format.buffers import views_of as buffers_of
 from .format.wire import decode, encode
 from .model.generated import GENERATED
-from .loading.limits import OverBudget, file_budget, no_budget
+from .checks.limits import OverBudget, file_budget, no_budget
 from .loading.rebuild import load_records
 
 
@@ -88,7 +88,7 @@ def loads(data: bytes | bytearray | memoryview, *,
           buffers: Iterable[Any] | None = None) -> Any:
     """The root saved in ``data``. Raises only LoadError kinds on bad input.
 
-    The whole load is held to the budget of ``data``'s size (autosave.loading.limits), or,
+    The whole load is held to the budget of ``data``'s size (autosave.checks.limits), or,
     inside a reader that opened one (a log's restore), to that reader's file's.
     ``buffers``: the out-of-band buffers ``dumps(..., buffer_callback=...)`` was given, in
     order; arrays are built on their memory without a copy, and the budget is that of

@@ -12,7 +12,7 @@ import pytest
 import autosave
 from autosave.errors import FormatError
 from autosave.format.kernels import python_loops
-from autosave.loading.limits import MEMORY_BASE, MEMORY_PER_BYTE
+from autosave.checks.limits import MEMORY_BASE, MEMORY_PER_BYTE
 
 from forge import Forge
 

@@ -423,7 +423,7 @@ def test_small_int_keys_of_a_weak_value_dict_beside_a_wide_int():
 
 
 def test_a_defect_outside_the_handlers_is_a_save_error_with_the_path(monkeypatch):
-    from autosave.adapters.weak import WeakValueDictionaryAdapter
+    from autosave.model.adapters.weak import WeakValueDictionaryAdapter
 
     def broken(self, strong, target):
         raise KeyError("a defect")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import autosave
-from autosave.adapters.callables import adapter_class_names
+from autosave.model.adapters.callables import adapter_class_names
 from autosave.model.registry import REGISTRY, SAFE_STDLIB_NAMES
 from forge import Forge
 

@@ -56,7 +56,7 @@ autosave.reconstructor(Bait)     # a game's registered reconstructor: the name a
 def forging_writer(monkeypatch):
     """autosave's writer refuses a reduce value its loader would refuse; these tests
     write such values on purpose (what a hostile writer would), so the check is off."""
-    monkeypatch.setattr(autosave.adapters.callables, "check_constructor", lambda *a: None)
+    monkeypatch.setattr(autosave.model.adapters.callables, "check_constructor", lambda *a: None)
 
 
 class Call:
@@ -408,7 +408,7 @@ def test_reference_array_is_read_by_its_first_element():
     assert autosave.loads(forged([LIST, LIST], [[0], [1, [0, 5]]], [1])) == [[]]
 
 
-# Adapter payloads are documented beside each adapter in autosave/adapters/.
+# Adapter payloads are documented beside each adapter in autosave/model/adapters/.
 @pytest.mark.parametrize("name, payload", [
     ("datetime.date", [2024, 13, 1]),
     ("datetime.date", ["2024", 1, 1]),

@@ -25,7 +25,7 @@ from autosave.cli import main
 from autosave.log import LogFile
 from autosave.log.inspect import inspect_log
 from autosave.log import records
-from autosave.loading.limits import MEMORY_BASE, MEMORY_PER_BYTE
+from autosave.checks.limits import MEMORY_BASE, MEMORY_PER_BYTE
 from autosave.log.records import PAYLOAD, checkpoint_limit
 
 EXAMPLES = int(os.environ.get("AUTOSAVE_FUZZ_EXAMPLES", "60"))
@@ -367,7 +367,7 @@ def test_inspect_of_every_cut_of_a_log(tmp_path, capsys, real_log):
 def test_a_checkpoint_is_loaded_under_the_budget_of_its_log(tmp_path, monkeypatch):
     """The inflated checkpoint and its load are charged to one budget, the log's: what
     the load is left is what the log's size allows less what inflating took."""
-    from autosave.loading import limits
+    from autosave.checks import limits
     seen = []
     real = limits.Budget.decoding
 

@@ -209,7 +209,7 @@ def test_a_view_of_an_array_owning_no_memory_is_still_refused_without_buffers():
 def test_the_budget_is_the_saves_and_the_buffers_and_a_copy_is_charged(monkeypatch):
     """The load's budget is that of a file as long as the save and its buffers; a
     copy of a read-only buffer is charged to it before it is made."""
-    import autosave.adapters.numpy as adapter
+    import autosave.model.adapters.numpy as adapter
     import autosave.files as files
 
     sizes, charged = [], []

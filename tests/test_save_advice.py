@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import autosave
-from autosave.adapters.base import ADAPTERS_BY_NAME, ADAPTERS_BY_TYPE, ON_REGISTER
+from autosave.model.adapters.base import ADAPTERS_BY_NAME, ADAPTERS_BY_TYPE, ON_REGISTER
 from modtools import fresh_name, load_module, unload
 
 PACKAGE = Path(autosave.__file__).parent
@@ -539,7 +539,7 @@ def test_a_coroutine_defined_in_a_function_first_fix_move_it(tmp_path, monkeypat
 # Advice a save error gives, per module, with the test above that follows it. A new
 # advice string fails this test until a test following it is added here.
 ADVICE = {
-    "saving/advice.py": {"autosave.transient and": "test_an_open_file_is_refused_with_advice_that_works",
+    "model/advice.py": {"autosave.transient and": "test_an_open_file_is_refused_with_advice_that_works",
                   "assign the lambda": "test_a_lambda_in_a_module_body_is_not_told_to_move_to_module_level",
                   "keep the name bound": "test_a_rebound_module_level_function_says_so",
                   "bound to its name": "test_a_closure_whose_outer_function_was_replaced_says_so",
@@ -553,7 +553,7 @@ ADVICE = {
     "model/schema.py": {"autosave.register(": "test_a_c_object_loads_once_an_adapter_is_registered",
                   "give the class __getstate__": "test_a_subclass_of_a_c_class_loads_once_it_has_getstate"},
     "model/dispatch.py": {"@autosave.coroutine": "test_a_plain_generator_loads_once_decorated"},
-    "adapters/callables.py": {"autosave.reconstructor({}{}){}": "test_a_reduce_calling_a_function_follows_each_fix",
+    "model/adapters/callables.py": {"autosave.reconstructor({}{}){}": "test_a_reduce_calling_a_function_follows_each_fix",
                               "__getstate__/__setstate__": "test_a_reduce_calling_a_function_follows_each_fix",
                               "is written to take a callable there": "test_a_game_class_whose_reduce_passes_a_callable_follows_the_fix"},
     "model/reconstructors.py": {"autosave.reconstructor(": "test_a_reduce_naming_an_untrusted_class_loads_once_registered",
@@ -599,7 +599,8 @@ def test_every_advice_site_is_followed(relative):
 
 
 def test_no_advice_outside_the_files_checked_above():
-    for path in [p for folder in ("", "model/", "saving/", "loading/", "format/", "adapters/")
+    for path in [p for folder in ("", "model/", "saving/", "loading/", "format/", "checks/",
+                               "model/adapters/")
                  for p in PACKAGE.glob(folder + "*.py")]:
         relative = path.relative_to(PACKAGE).as_posix()
         if relative not in ADVICE:

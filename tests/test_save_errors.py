@@ -172,7 +172,7 @@ def _tuple_chain(n):
 
 
 def test_a_chain_the_loader_would_refuse_is_refused_at_save_time_with_its_path():
-    from autosave.loading.limits import C_DEPTH
+    from autosave.checks.limits import C_DEPTH
     ok = {"a": _deque_chain(C_DEPTH)}
     assert len(autosave.loads(autosave.dumps(ok))["a"]) == 1
     with pytest.raises(autosave.SaveError) as caught:
@@ -184,7 +184,7 @@ def test_a_chain_the_loader_would_refuse_is_refused_at_save_time_with_its_path()
 
 
 def test_a_key_the_loader_could_not_hash_is_refused_at_save_time():
-    from autosave.loading.limits import C_DEPTH
+    from autosave.checks.limits import C_DEPTH
     assert autosave.loads(autosave.dumps({_tuple_chain(C_DEPTH): 1}))
     with pytest.raises(autosave.SaveError) as caught:
         autosave.dumps({"k": {_tuple_chain(C_DEPTH + 2): 1}})
@@ -196,7 +196,7 @@ def test_a_chain_closed_into_a_cycle_is_refused_at_save_time_too(monkeypatch):
     """Records on a cycle carry a mark in their type index when they are checked: the
     chain through them is counted all the same, exactly as the loader counts it."""
     import collections
-    from autosave.loading.limits import C_DEPTH
+    from autosave.checks.limits import C_DEPTH
     from autosave.saving.saver import Saver
     bottom = collections.deque()
     top = bottom

@@ -153,3 +153,48 @@ def test_no_module_outgrows_one_concern(name):
 def test_no_c_source_outgrows_one_concern(path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines; split it by concern"
+
+
+# The folders of autosave, lowest first: a module imports only from its own folder and
+# those below it. The model (what types exist, what objects are made of, how each type
+# is taken apart and put back) sits on the wire format and the load's checks; the save
+# and the load sit on the model; everything else on them.
+LAYERS = [
+    ("errors",),
+    ("format",),
+    ("checks",),
+    ("model",),
+    ("loading",),
+    ("saving",),
+]
+
+
+def folder_of(name):
+    parts = name.split(".")
+    return parts[1] if parts[0] == "autosave" and len(parts) > 1 else None
+
+
+def test_the_core_folders_import_only_downwards():
+    rank = {folder: i for i, layer in enumerate(LAYERS) for folder in layer}
+    upward = []
+    for name, targets in import_graph().items():
+        here = rank.get(folder_of(name))
+        if here is None:
+            continue
+        for target in targets - package_parents(name):
+            there = rank.get(folder_of(target))
+            if there is not None and there > here:
+                upward.append(f"{name} -> {target}")
+    assert not upward, "imports running back up: " + "; ".join(sorted(upward))
+
+
+def test_no_import_cycles_between_folders():
+    graph = {}
+    for name, targets in import_graph().items():
+        here = folder_of(name) or name
+        graph.setdefault(here, set()).update(
+            folder_of(t) or t for t in targets - package_parents(name))
+    for here, targets in graph.items():
+        targets.discard(here)
+    found = cycles(graph)
+    assert not found, "folders importing each other: " + "; ".join(" <-> ".join(c) for c in found)

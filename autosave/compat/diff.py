@@ -15,11 +15,11 @@ from collections import Counter, deque
 
 import attrs
 
-from ..adapters import ADAPTERS_BY_NAME
+from ..model.adapters import ADAPTERS_BY_NAME
 from ..errors import FormatError
 from ..format.forms import target as reference_target
 from ..format.wire import ABSENT, records_of
-from ..loading.limits import FLOOD_MIN, check_flood
+from ..checks.limits import FLOOD_MIN, check_flood
 
 MAPPINGS = {"builtins.dict", "collections.OrderedDict", "collections.Counter"}
 SETS = {"builtins.set", "builtins.frozenset"}

@@ -17,7 +17,7 @@ import zlib
 
 import attrs
 
-from ..adapters import ADAPTERS_BY_NAME
+from ..model.adapters import ADAPTERS_BY_NAME
 from ..errors import CorpusError, CorruptLogError, FormatError, LoadError
 from ..files import loads
 from ..format.forms import target

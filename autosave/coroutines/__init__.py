@@ -43,7 +43,7 @@ import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..adapters.base import ADAPTERS_BY_TYPE
+from ..model.adapters.base import ADAPTERS_BY_TYPE
 from ..errors import CoroutineError
 from ..model.generated import PRECOMPILED_COROUTINES, enabled as generated_enabled
 from . import labels as labels_mod

@@ -18,11 +18,11 @@ import itertools
 import types
 
 
-from ..adapters.base import ADAPTERS_BY_TYPE, Adapter, register_adapter
-from ..adapters.callables import GLOBAL
-from ..saving.advice import local_coroutine
+from ..model.adapters.base import ADAPTERS_BY_TYPE, Adapter, register_adapter
+from ..model.adapters.callables import GLOBAL
+from ..model.advice import local_coroutine
 from ..errors import FormatError, IncompatibleSaveError, SaveError
-from ..loading.loadcheck import class_attribute
+from ..checks.loadcheck import class_attribute
 from ..model.reconstructors import PASSIVE_ITERATORS
 from ..model.registry import REGISTRY, SAFE_STDLIB_NAMES
 from .runtime import DONE, RUNNING, UNBOUND, Coroutine, Loading

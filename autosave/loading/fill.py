@@ -14,11 +14,11 @@ from itertools import accumulate, chain, compress, islice, repeat
 from operator import is_
 
 from ..format import kernels
-from ..adapters import ADAPTERS_BY_NAME
+from ..model.adapters import ADAPTERS_BY_NAME
 from ..errors import FormatError
 from ..format.wire import (ABSENT, COLUMN_CODED, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES,
                      check_lengths, decoded_column, merge_mixed)
-from .limits import FLOOD_MIN, check_flood
+from ..checks.limits import FLOOD_MIN, check_flood
 
 LIST_PLAN, DICT_PLAN = ADAPTERS_BY_NAME["builtins.list"], ADAPTERS_BY_NAME["builtins.dict"]
 TUPLE_PLAN = ADAPTERS_BY_NAME["builtins.tuple"]

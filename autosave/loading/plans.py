@@ -9,12 +9,12 @@ from collections import deque
 from itertools import islice
 from types import MemberDescriptorType
 
-from ..adapters import ADAPTERS_BY_NAME
-from ..adapters.callables import apply_default_state
-from ..adapters.containers import flood_checked
+from ..model.adapters import ADAPTERS_BY_NAME
+from ..model.adapters.callables import apply_default_state
+from ..model.adapters.containers import flood_checked
 from ..errors import FormatError, IncompatibleSaveError, LoadError, UntrustedTypeError
 from ..format.wire import ABSENT, STATE_FIELDS, type_entry
-from .loadcheck import bound_hook, class_attribute, describe
+from ..checks.loadcheck import bound_hook, class_attribute, describe
 from ..model.reconstructors import check_inert
 from ..model.registry import REGISTRY
 from ..model.schema import schema_of

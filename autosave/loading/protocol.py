@@ -17,19 +17,12 @@ frozen ``Schedule`` with names and enums instead of magic values. The loop
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from ..checks.limits import Hashing
+
 ALL = slice(1, None)       # every part of a record (position 0 is its type index)
-
-
-class Hashing(enum.IntEnum):
-    """What hashing an object of a type visits: decides which records may wait for a
-    key's fields and which chains of hashes the budgets bound (``limits``)."""
-    NONE = 0           # nothing else: identity hash, or a value of its own
-    C_RECURSIVE = 1    # its parts, by unchecked C recursion (tuples)
-    BY_VALUE = 2       # its parts, otherwise (Python __hash__, frozen dataclasses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +98,12 @@ def _read_schedule(plan: Any) -> Schedule:
         hashing=_HASHING[getattr(plan, "hash_kind", 0)],
         c_dealloc_levels=0 if dealloc is False else int(dealloc),
     )
+
+
+def plan_names(plans: list[Any]) -> list[str]:
+    """The type names errors about records name (an adapter's, or its class's)."""
+    return [getattr(p, "name", None) or getattr(getattr(p, "schema", None), "name", "?")
+            for p in plans]
 
 
 class Step(NamedTuple):

@@ -23,10 +23,10 @@ from ..errors import FormatError, LoadError
 from .fill import Filler, allocate
 from ..format.forms import Batch, Record, target
 from ..model.generated import GENERATED
-from .limits import check_records
-from .loadcheck import bound_hook, describe
+from ..checks.limits import check_records
+from ..checks.loadcheck import bound_hook, describe
 from .plans import InstancePlan, plan_for, release_plans
-from .protocol import ALL, Schedule, schedule_of, step_of
+from .protocol import ALL, Schedule, plan_names, schedule_of, step_of
 from .readers import Gates
 from ..model.reconstructors import CHECKED
 
@@ -60,7 +60,7 @@ class Loader:
         self.records_only = records
         # the batch objects' places hold their column rows once filled (fill_batches)
         self.records: list[Any] = [None] * first + records if first else records
-        check_records(self.plans, records, first)
+        check_records(self.schedules, records, first, plan_names(self.plans))
         if not unset_markers:
             # Generated code builds records straight into their objects; it never sees
             # unset-slot markers, so it is used only when the file holds none.

@@ -15,7 +15,7 @@ import xxhash
 
 from ..errors import CorruptLogError
 from ..files import loads
-from ..loading.limits import (DECODE_MEMORY_PER_BYTE, WORK_PER_BYTE, Budget, OverBudget, charge,
+from ..checks.limits import (DECODE_MEMORY_PER_BYTE, WORK_PER_BYTE, Budget, OverBudget, charge,
                       file_budget)
 
 MAGIC = b"\x89ASVLOG\n"

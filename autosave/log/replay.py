@@ -14,7 +14,7 @@ from array import array
 
 from ..errors import CorruptLogError, LoadError
 from ..files import collector_paused, loads
-from ..loading.limits import OverBudget, file_budget
+from ..checks.limits import OverBudget, file_budget
 from .content import is_branch
 from .records import TABLE, unpack_checkpoints
 

@@ -29,10 +29,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..adapters.callables import FUNCTION, REDUCE
-from ..adapters.containers import flat_items
-from ..adapters.exceptions import EXCEPTION
-from ..adapters.weak import WeakAdapter
+from .adapters.callables import FUNCTION, REDUCE
+from .adapters.containers import flat_items
+from .adapters.exceptions import EXCEPTION
+from .adapters.weak import WeakAdapter
 from ..format.wire import ABSENT, INLINE_TYPES
 from . import dispatch
 from .registry import REGISTRY

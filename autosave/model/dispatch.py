@@ -20,8 +20,8 @@ errors (``paths``) all read, so they cannot disagree about it.
 import itertools
 import types
 
-from ..adapters import ADAPTERS_BY_TYPE
-from ..saving.advice import Unsaveable
+from .adapters import ADAPTERS_BY_TYPE
+from .advice import Unsaveable
 from .schema import schema_of
 
 ADAPTER, FUNCTION, GLOBAL, BUILTIN_FUNCTION = "adapter", "function", "global", "builtin-function"

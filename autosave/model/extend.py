@@ -19,7 +19,7 @@ object. Trust rules (docs/security.md, docs/types.md):
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ..adapters.base import Adapter, register_adapter
+from .adapters.base import Adapter, register_adapter
 from ..errors import FormatError
 from .registry import stable_name
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ..errors import FormatError, SaveError, UntrustedTypeError
-from ..loading.loadcheck import class_attribute
+from ..checks.loadcheck import class_attribute
 from .registry import REGISTRY, stable_name
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -4,7 +4,7 @@ step 2)."""
 
 from ..errors import (FormatError, IncompatibleSaveError, LoadError, UnreachableUpgradeWarning,
                      warn_at_caller)
-from ..loading.loadcheck import describe
+from ..checks.loadcheck import describe
 from .registry import REGISTRY
 
 

@@ -30,7 +30,7 @@ from types import MemberDescriptorType
 from ..format.wire import (ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES,
                      inline_column)
 from ..model import dispatch
-from ..adapters import ADAPTERS_BY_TYPE
+from ..model.adapters import ADAPTERS_BY_TYPE
 from .paths import placed, placed_cause
 from ..model.registry import REGISTRY
 

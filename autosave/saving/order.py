@@ -35,9 +35,9 @@ import struct
 from xxhash import xxh3_128_hexdigest
 
 from ..model import dispatch
-from ..adapters.callables import FUNCTION, REDUCE
-from ..adapters.exceptions import EXCEPTION
-from ..adapters.weak import WeakAdapter
+from ..model.adapters.callables import FUNCTION, REDUCE
+from ..model.adapters.exceptions import EXCEPTION
+from ..model.adapters.weak import WeakAdapter
 from ..format.wire import ABSENT, INLINE_TYPES
 from ..model.anatomy import enum_by_name, instance_parts, reduce_value
 from ..model.registry import REGISTRY, stable_name

@@ -17,7 +17,8 @@ of the object whose handler failed: a save walks the graph once, whatever happen
 
 from ..errors import FormatError, LoadError, SaveError
 from ..model.generated import GENERATED, SAVE_OPERATIONS
-from ..loading.limits import check_records
+from ..checks.limits import check_records
+from ..loading.protocol import plan_names, schedule_of
 from .paths import find_path
 from ..loading.plans import plan_for, release_plans
 from .walk import Walker
@@ -82,7 +83,8 @@ class Saver(Walker):
         plans = []
         try:
             plans.extend(plan_for(i, entry) for i, entry in enumerate(types))
-            check_records(plans, records, self.first_record)
+            check_records([schedule_of(p) for p in plans], records, self.first_record,
+                          plan_names(plans))
         except LoadError as e:
             if not isinstance(e, FormatError) or not hasattr(e, "record"):
                 raise SaveError(f"this graph would save but not load: {e}", "root") from e

@@ -21,10 +21,10 @@ from collections import deque
 from itertools import chain, repeat
 from typing import Any
 
-from ..adapters import ADAPTERS_BY_TYPE
-from ..adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
-from ..adapters.exceptions import EXCEPTION
-from ..adapters.weak import WeakAdapter
+from ..model.adapters import ADAPTERS_BY_TYPE
+from ..model.adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
+from ..model.adapters.exceptions import EXCEPTION
+from ..model.adapters.weak import WeakAdapter
 from ..errors import SaveError
 from .columns import Batches, batchable
 from ..format.forms import Cell, Record, emitter, marked, reference

@@ -1,6 +1,6 @@
 """A mesa model on a grid: the grid's cells are of a class made with ``type()`` per
 grid, saved through mesa's ``unpickle_gridcell`` (a registered reconstructor,
-autosave/adapters/libraries.py), and the grid's ``__setstate__`` reads the cells its
+autosave/model/adapters/libraries.py), and the grid's ``__setstate__`` reads the cells its
 state holds, so it must run after they are complete. Loaded and stepped further, the
 model matches an uninterrupted run.
 
@@ -67,7 +67,7 @@ def test_without_the_registered_reconstructor_a_grid_is_refused():
         with pytest.raises(autosave.UntrustedTypeError, match="unpickle_gridcell"):
             autosave.loads(data)
     finally:
-        from autosave.adapters.libraries import _check_gridcell
+        from autosave.model.adapters.libraries import _check_gridcell
         register(grid.unpickle_gridcell, _check_gridcell, callables=(0,), source="autosave")
 
 

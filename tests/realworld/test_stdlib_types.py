@@ -201,7 +201,7 @@ def test_forged_standard_library_records_are_refused(name, payload, error):
 def test_a_saved_logger_is_restored_as_getlogger_gives_it():
     """A name of identifiers is created as logging.getLogger would (pickle does the
     same); anything else, or past the cap on loggers a load creates, creates nothing."""
-    from autosave.adapters import stdlib_more
+    from autosave.model.adapters import stdlib_more
     before = set(logging.Logger.manager.loggerDict)
     for name in ("made by a file", "a..b", "x" * 300, "../etc"):
         with pytest.raises(IncompatibleSaveError):

@@ -12,9 +12,9 @@ its state, so a load would have to consume its source (docs/types.md says what t
 
 import itertools
 
-from ..errors import FormatError
-from ..loading.limits import charge
-from ..loading.loadcheck import exact
+from ...errors import FormatError
+from ...checks.limits import charge
+from ...checks.loadcheck import exact
 from .base import Adapter, register_adapter
 from .iterators import iter_only
 from .stdlib_more import _reduce, _setstate

@@ -19,6 +19,7 @@ the records before any object is built (docs/security.md, "Budgets").
   any of it is spent, and refuses the file once the total passes what its size allows.
 """
 
+import enum
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,7 +29,6 @@ from operator import itemgetter
 
 from ..errors import FormatError
 from ..format.forms import target
-from .protocol import Hashing, schedule_of
 
 C_DEPTH = 3000
 
@@ -144,11 +144,21 @@ def _either(types):
     return types | {~t for t in types}
 
 
-def check_records(plans, records, first=0):
+class Hashing(enum.IntEnum):
+    """What hashing an object of a type visits: decides which records may wait for a
+    key's fields and which chains of hashes the budgets bound (``limits``)."""
+    NONE = 0           # nothing else: identity hash, or a value of its own
+    C_RECURSIVE = 1    # its parts, by unchecked C recursion (tuples)
+    BY_VALUE = 2       # its parts, otherwise (Python __hash__, frozen dataclasses)
+
+
+
+def check_records(schedules, records, first=0, names=()):
     """Refuse, with the record index, a file whose records exceed the bounds above.
-    ``first``: the index of the first record (the batch objects come before it; none
-    of them is of a type these bounds are about, so references to them end a chain)."""
-    schedules = [schedule_of(p) for p in plans]
+    ``schedules``: each type entry's ``Schedule`` (loading/protocol.py), ``names`` its
+    stable name. ``first``: the index of the first record (the batch objects come
+    before it; none of them is of a type these bounds are about, so references to them
+    end a chain)."""
     dealloc = _either({t for t, s in enumerate(schedules) if s.c_dealloc_levels})
     hashing = _either({t for t, s in enumerate(schedules) if s.hashes})
     if not (dealloc or hashing):
@@ -169,7 +179,7 @@ def check_records(plans, records, first=0):
                     w = weights[records[i][0]]
                     raise _at(i, FormatError(
                         f"record {i} heads a chain of {-(-d // w)} nested "
-                        f"{plans[_plain(records[i][0])].name} objects; CPython cannot free more "
+                        f"{names[_plain(records[i][0])]} objects; CPython cannot free more "
                         f"than about {C_DEPTH // w} without crashing"))
     if not hashing:
         return

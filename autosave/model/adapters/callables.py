@@ -14,13 +14,13 @@ import operator
 import sys
 import types
 
-from ..saving.advice import function_not_found
-from ..errors import FormatError, IncompatibleSaveError, UntrustedTypeError
-from ..loading.limits import charge
-from ..loading.loadcheck import bound_hook, class_attribute, exact, str_dict
-from ..model.purity import impure_names, is_pure
-from ..model.reconstructors import check_arguments, check_inert, entry_for, named, register
-from ..model.registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
+from ..advice import function_not_found
+from ...errors import FormatError, IncompatibleSaveError, UntrustedTypeError
+from ...checks.limits import charge
+from ...checks.loadcheck import bound_hook, class_attribute, exact, str_dict
+from ..purity import impure_names, is_pure
+from ..reconstructors import check_arguments, check_inert, entry_for, named, register
+from ..registry import REGISTRY, SAFE_STDLIB_NAMES, stable_name
 from .base import ADAPTERS_BY_NAME, ON_REGISTER, PENDING, Adapter, activate_pending, register_adapter
 
 

@@ -20,7 +20,7 @@ class _Lazy(dict):
             if not (PENDING and activate_pending()):
                 module = PENDING_NAMES.get(key) if type(key) is str else None
                 if module is not None and module in PENDING:
-                    from ..errors import IncompatibleSaveError
+                    from ...errors import IncompatibleSaveError
                     raise IncompatibleSaveError(
                         f"the save holds a {key}, and {module} is not imported; a load "
                         f"imports nothing: import {module} before loading")
@@ -84,7 +84,7 @@ class Adapter:
                               # optional fn(rec, vals) -> filled object: allocate and fill
                               # in one step, used when nothing about the record must wait
     has_loaded_hook = False
-    c_dealloc: bool | int = False   # CPython frees it by unchecked C recursion (autosave.loading.limits);
+    c_dealloc: bool | int = False   # CPython frees it by unchecked C recursion (autosave.checks.limits);
                               # an int: the C stack a level takes, in deque levels
     hash_kind = 0             # 0: hashing it visits nothing else; 1: hashes its parts by
                               # unchecked C recursion; 2: hashes its parts otherwise

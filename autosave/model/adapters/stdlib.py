@@ -14,8 +14,8 @@ import zoneinfo
 import re
 from ast import literal_eval
 
-from ..errors import FormatError, IncompatibleSaveError
-from ..loading.loadcheck import MAX_FRACTION_BITS
+from ...errors import FormatError, IncompatibleSaveError
+from ...checks.loadcheck import MAX_FRACTION_BITS
 from .base import Adapter, register_adapter
 
 

@@ -11,9 +11,9 @@ through the trust rules like any saved class; they are made with ``cls.__new__(c
 
 import builtins
 
-from ..errors import FormatError, UntrustedTypeError
-from ..loading.loadcheck import str_dict
-from ..model.registry import REGISTRY
+from ...errors import FormatError, UntrustedTypeError
+from ...checks.loadcheck import str_dict
+from ..registry import REGISTRY
 from .base import Adapter, register_adapter
 
 

@@ -18,8 +18,8 @@ import types
 import typing
 import warnings
 
-from ..errors import FormatError, IncompatibleSaveError
-from ..loading.loadcheck import exact, str_dict
+from ...errors import FormatError, IncompatibleSaveError
+from ...checks.loadcheck import exact, str_dict
 from .base import Adapter, register_adapter
 from .iterators import iter_only
 

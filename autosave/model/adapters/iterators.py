@@ -26,10 +26,10 @@ from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
-from ..errors import FormatError
-from ..loading.limits import charge
-from ..loading.loadcheck import MAX_ITERATOR_GAP
-from ..model.registry import REGISTRY
+from ...errors import FormatError
+from ...checks.limits import charge
+from ...checks.loadcheck import MAX_ITERATOR_GAP
+from ..registry import REGISTRY
 from .base import Adapter, register_adapter
 from .containers import flood_checked
 

@@ -9,8 +9,8 @@ pygame classes are saved through their ``__reduce__`` once the game calls
 
 import sys
 
-from ..errors import FormatError
-from ..model.purity import declare
+from ...errors import FormatError
+from ..purity import declare
 from .base import Adapter, register_adapter, when_imported
 
 

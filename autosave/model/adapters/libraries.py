@@ -19,8 +19,8 @@ A masked array or a mesa grid still needs its package allowed (``allow("numpy")`
 
 import sys
 
-from ..errors import FormatError
-from ..model.reconstructors import register
+from ...errors import FormatError
+from ..reconstructors import register
 from .base import when_imported
 
 MAX_SHAPE = 1 << 20           # a masked array's placeholder base: numpy writes (0,)

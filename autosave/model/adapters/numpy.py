@@ -26,11 +26,11 @@ from math import prod
 
 from pickle import PickleBuffer
 
-from ..errors import FormatError
-from ..format.buffers import BufferRef, OutOfBand, built_on_buffer, note_root
-from ..loading.limits import charge
-from ..loading.loadcheck import MAX_ITERATOR_GAP, exact
-from ..model.purity import declare
+from ...errors import FormatError
+from ...format.buffers import BufferRef, OutOfBand, built_on_buffer, note_root
+from ...checks.limits import charge
+from ...checks.loadcheck import MAX_ITERATOR_GAP, exact
+from ..purity import declare
 from .base import Adapter, register_adapter, when_imported
 
 MAX_DIMS = 32                 # numpy's own limit is 64; no game needs more than a few

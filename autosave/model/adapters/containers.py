@@ -11,8 +11,8 @@ from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
-from ..loading.limits import FLOOD_MIN, check_flood
-from ..model.schema import schema_of
+from ...checks.limits import FLOOD_MIN, check_flood
+from ..schema import schema_of
 from .base import Adapter, register_adapter
 
 
