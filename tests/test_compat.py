@@ -145,7 +145,7 @@ def test_types_compare_by_stable_name_so_a_moved_class_is_the_same_type(tmp_path
     (b"{not json", "not valid JSON"),
     (b"[]", "a snapshot is a JSON object"),
     (b"{}", "not an autosave manifest"),
-    (b'{"autosave_manifest": 4}', "manifest format 4 is not one this autosave reads"),
+    (b'{"autosave_manifest": 5}', "manifest format 5 is not one this autosave reads"),
     (b'{"autosave_manifest": 2, "classes": []}', '"classes" must be an object'),
     (b'{"autosave_manifest": 2, "classes": {"a.B": {"class": "a.B", "version": 0, '
      b'"strategy": "instance"}}}', "classes['a.B'].version must be an int >= 1"),

@@ -153,3 +153,12 @@ def test_no_module_outgrows_one_concern(name):
 def test_no_c_source_outgrows_one_concern(path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines; split it by concern"
+
+
+def test_autosave_never_imports_its_build_tool():
+    """The runtime library is what a game ships; codegen imports autosave, never the
+    other way round (a function-level import counts too)."""
+    offenders = sorted(name for name, targets in import_graph().items()
+                       if name.split(".")[0] == "autosave"
+                       and any(t.split(".")[0] == "autosave_codegen" for t in targets))
+    assert not offenders, f"autosave modules importing autosave_codegen: {offenders}"

@@ -13,6 +13,7 @@ import re
 
 import attrs
 
+from .model import LiveLocal
 from .rules import BREAKING, RULES
 
 
@@ -52,7 +53,7 @@ def normal_type(text, classes, renamed=None):
     if text is None:
         return None
     renamed = renamed or {}
-    paths = {entry["class"]: renamed.get(name, name) for name, entry in classes.items()}
+    paths = {entry.path: renamed.get(name, name) for name, entry in classes.items()}
     return _TOKEN.sub(lambda m: paths.get(m.group(0), m.group(0)), text)
 
 
@@ -93,7 +94,7 @@ class Checker:
         self.findings = []
         self.alias_of = {}
         for name, entry in current.classes.items():
-            for alias in entry.get("aliases", []):
+            for alias in entry.aliases:
                 self.alias_of.setdefault(alias, name)
 
     def add(self, rule, name, member, where, message, fix=None, in_baseline=False):
@@ -116,7 +117,7 @@ class Checker:
         for name, entry in self.cur.classes.items():
             if name not in matched:
                 self.add("CLASS_ADDED", name, None, at(entry),
-                         f"new class {name} ({entry['class']})", "-")
+                         f"new class {name} ({entry.path})", "-")
         self.compare_assets()
         self.compare_coroutines()
         self.compare_trust()
@@ -127,9 +128,9 @@ class Checker:
     def match_class(self, name, entry):
         if name in self.cur.classes:
             current = self.cur.classes[name]
-            if current["class"] != entry["class"]:
+            if current.path != entry.path:
                 self.add("CLASS_MOVED", name, None, at(current),
-                         f"{entry['class']} is {current['class']} now; saves hold its stable "
+                         f"{entry.path} is {current.path} now; saves hold its stable "
                          f"name {name!r}, which is kept", "-")
             return name
         if name in self.alias_of:
@@ -139,7 +140,7 @@ class Checker:
                      f"{name!r}", "-")
             return stable
         self.add("CLASS_REMOVED", name, None, at(entry), (
-            f"class {name} ({entry['class']}, {where_text(entry)} in the baseline) is gone: "
+            f"class {name} ({entry.path}, {where_text(entry)} in the baseline) is gone: "
             f"neither a class's stable name nor an alias is {name!r}, so saves holding one "
             f"stop loading"),
             f"keep the class, or add aliases=({name!r},) to the @autosave.saveable of the "
@@ -147,26 +148,27 @@ class Checker:
         return None
 
     def compare_class(self, name, old, stable, new):
-        for alias in old.get("aliases", []):
-            if alias != stable and alias not in new.get("aliases", []):
+        for alias in old.aliases:
+            if alias != stable and alias not in new.aliases:
                 self.add("ALIAS_REMOVED", stable, alias, at(new),
                          f"{stable} no longer has the alias {alias!r}",
                          f"keep aliases=({alias!r}, ...) while saves naming it may exist")
-        if old.get("root") and not new.get("root"):
+        if old.root and not new.root:
             self.add("ROOT_REMOVED", stable, None, at(new), f"{stable} is no longer a "
                      f"@save_root")
-        elif new.get("root") and not old.get("root"):
+        elif new.root and not old.root:
             self.add("ROOT_ADDED", stable, None, at(new), f"{stable} is a @save_root now", "-")
         self.compare_strategy(stable, old, new)
-        if old["strategy"] == "enum" and new["strategy"] == "enum":
+        if old.strategy == "enum" and new.strategy == "enum":
             self.compare_members(stable, old, new)
         hooked = self.compare_versions(stable, old, new)
-        if old["strategy"] == "instance" and new["strategy"] == "instance":
+        if old.strategy == "instance" and new.strategy == "instance":
             self.compare_fields(stable, old, new, hooked)
 
     def compare_strategy(self, stable, old, new):
-        before, now = old["strategy"], new["strategy"]
-        old_base, new_base = old.get("base", new.get("base")), new.get("base")
+        before, now = old.strategy, new.strategy
+        old_base = old.base if old.base_recorded else new.base
+        new_base = new.base
         # A record of a class extending a builtin carries its value or items after the
         # fields; only list, dict and set fill from none.
         if before == now == "instance" and old_base != new_base and not (
@@ -188,9 +190,9 @@ class Checker:
                      f"records cannot be read the new way")
 
     def compare_members(self, stable, old, new):
-        now = new.get("members", [])
-        lines = new.get("member_lines", {})
-        for member in old.get("members", []):
+        now = new.members or ()
+        lines = new.member_lines
+        for member in old.members or ():
             if member not in now:
                 self.add("ENUM_MEMBER_REMOVED", stable, member, at(new),
                          f"enum {stable} has no member {member!r} any more; saves hold "
@@ -198,14 +200,14 @@ class Checker:
                          f"keep {member}, or for a rename keep {member} = <the new member's "
                          f"value> as an alias")
         for member in now:
-            if member not in old.get("members", []):
+            if member not in (old.members or ()):
                 self.add("ENUM_MEMBER_ADDED", stable, member,
-                         (new.get("file"), lines.get(member, new.get("line"))),
+                         (new.file, lines.get(member, new.line)),
                          f"enum {stable} has a new member {member!r}", "-")
 
     def compare_versions(self, stable, old, new):
         """Whether hooks run when an old save of this class loads (a complete chain)."""
-        before, now = old["version"], new["version"]
+        before, now = old.version, new.version
         if now < before:
             self.add("VERSION_DECREASED", stable, None, at(new),
                      f"{stable} is version {now}, the baseline's is {before}: saves of "
@@ -213,7 +215,7 @@ class Checker:
             return False
         if now == before:
             return False
-        hooks = {u["from"] for u in new.get("upgrades", [])}
+        hooks = {u.from_version for u in new.upgrades}
         missing = [v for v in range(before, now) if v not in hooks]
         if missing:
             self.add("UPGRADE_MISSING", stable, None, at(new),
@@ -226,14 +228,13 @@ class Checker:
         return True
 
     def compare_fields(self, stable, old, new, hooked):
-        before = {f["name"]: f for f in old.get("fields", [])}
-        now = {f["name"]: f for f in new.get("fields", [])}
-        version = f"version {old['version']}"
+        before = {f.name: f for f in old.fields}
+        now = {f.name: f for f in new.fields}
+        version = f"version {old.version}"
         for name, field in now.items():
-            where = (new.get("file"), field.get("line") or new.get("line"))
+            where = (new.file, field.line or new.line)
             prior = before.get(name)
-            needs_value = field.get("declared", True) and not field["transient"] \
-                and field.get("default") is None
+            needs_value = field.declared and not field.transient and field.default is None
             if prior is None:
                 if needs_value and not hooked:
                     self.add("FIELD_ADDED_NO_DEFAULT", stable, name, where,
@@ -241,14 +242,14 @@ class Checker:
                              f"{version} do not hold it",
                              f"give {name} a default, or bump the version and add "
                              f"@autosave.upgrade({stable!r}, from_version="
-                             f"{old['version']}) setting fields[{name!r}]")
-                elif not field["transient"]:
+                             f"{old.version}) setting fields[{name!r}]")
+                elif not field.transient:
                     how = ("the upgrade hooks must set it" if needs_value
                            else "old saves get its default")
                     self.add("FIELD_ADDED", stable, name, where,
                              f"{stable}.{name} is new; {how}", "-")
                 continue
-            if prior["transient"] and not field["transient"]:
+            if prior.transient and not field.transient:
                 if needs_value and not hooked:
                     self.add("FIELD_NOW_SAVED_NO_DEFAULT", stable, name, where,
                              f"{stable}.{name} was transient and is saved now, without a "
@@ -258,14 +259,14 @@ class Checker:
                 else:
                     self.add("FIELD_NOW_SAVED", stable, name, where,
                              f"{stable}.{name} was transient and is saved now", "-")
-            elif field["transient"] and not prior["transient"]:
+            elif field.transient and not prior.transient:
                 self.add("FIELD_NOW_TRANSIENT", stable, name, where,
                          f"{stable}.{name} is transient now; the value saves of {version} "
                          f"hold for it is discarded")
-            if prior["transient"] or field["transient"]:
+            if prior.transient or field.transient:
                 continue
-            old_type = normal_type(prior.get("type"), self.base.classes, self.renamed)
-            new_type = normal_type(field.get("type"), self.cur.classes)
+            old_type = normal_type(prior.type, self.base.classes, self.renamed)
+            new_type = normal_type(field.type, self.cur.classes)
             if old_type is None or new_type is None or old_type == new_type:
                 continue
             if widened(old_type, new_type):
@@ -277,10 +278,10 @@ class Checker:
                          f"{stable}.{name} was declared {old_type} and is {new_type} now; "
                          f"saves of {version} hold {old_type} values",
                          f"bump the version of {stable} and add @autosave.upgrade("
-                         f"{stable!r}, from_version={old['version']}) converting "
+                         f"{stable!r}, from_version={old.version}) converting "
                          f"fields[{name!r}], or declare {new_type} | {old_type}")
         for name, prior in before.items():
-            if name not in now and not prior["transient"]:
+            if name not in now and not prior.transient:
                 self.add("FIELD_REMOVED", stable, name, at(new),
                          f"{stable}.{name} is gone; its saved values are dropped on load", "-")
 
@@ -320,47 +321,48 @@ class Checker:
         for function, new in self.cur.coroutines.items():
             if function not in self.base.coroutines:
                 continue
-            for label, info in new["labels"].items():
-                if label not in self.base.coroutines[function]["labels"]:
+            for label, info in new.labels.items():
+                if label not in self.base.coroutines[function].labels:
                     self.add("COROUTINE_LABEL_ADDED", function, label,
-                             (new.get("file"), info.get("source_line")),
+                             (new.file, info.source_line),
                              f"coroutine {function} has a new resume point {label!r}", "-")
 
     def compare_labels(self, function, old, new):
         detailed = self.base.detailed_coroutines
         if detailed:
-            self.compare_live(function, "<start>", set(old.get("params", [])),
-                              [{"name": p, "required": True} for p in new.get("params", [])],
-                              at(new))
-        for label, info in old["labels"].items():
-            now = new["labels"].get(label)
+            self.compare_live(function, "<start>", set(old.params or ()),
+                              [LiveLocal(p) for p in new.params or ()], at(new))
+        for label, info in old.labels.items():
+            now = new.labels.get(label)
             if now is None:
-                text = info.get("text", label)
+                text = info.text or label
                 self.add("COROUTINE_LABEL_REMOVED", function, label, at(new),
                          f"coroutine {function} no longer has the resume point {label!r}: "
-                         f"`{text}` at {old.get('file')}:{info.get('source_line')} in the "
+                         f"`{text}` at {old.file}:{info.source_line} in the "
                          f"baseline; a save parked there cannot resume",
                          f"restore `{text}` (same statement, same enclosing blocks) in "
                          f"{function}")
             elif detailed:
-                self.compare_live(function, label, {v["name"] for v in info.get("live", [])},
-                                  now.get("live", []), (new.get("file"), now.get("source_line")))
+                self.compare_live(function, label, {v.name for v in info.live or ()},
+                                  now.live or (), (new.file, now.source_line))
 
     def compare_live(self, function, label, before, now, where):
         for local in now:
-            if local["required"] and local["name"] not in before:
-                self.add("COROUTINE_LOCAL_MISSING", function, local["name"], where,
+            if local.required and local.name not in before:
+                self.add("COROUTINE_LOCAL_MISSING", function, local.name, where,
                          f"coroutine {function} at {label!r} needs the local "
-                         f"{local['name']!r}, which saves parked there do not hold",
-                         f"keep the old name of {local['name']!r} at {label!r}, or bind it "
+                         f"{local.name!r}, which saves parked there do not hold",
+                         f"keep the old name of {local.name!r} at {label!r}, or bind it "
                          f"after the yield")
 
     def compare_trust(self):
         if self.base.trusted is None:
             return self.incomplete("the trusted namespaces")
         now = set(self.cur.trusted or ())
-        trusted = lambda ns: any(".".join(ns.split(".")[:i]) in now
-                                 for i in range(1, ns.count(".") + 2))
+
+        def trusted(ns):
+            return any(".".join(ns.split(".")[:i]) in now for i in range(1, ns.count(".") + 2))
+
         for ns in self.base.trusted:
             if not trusted(ns):
                 self.add("NAMESPACE_UNTRUSTED", ns, None, (None, None),
@@ -373,11 +375,11 @@ class Checker:
 
 
 def at(entry):
-    return entry.get("file"), entry.get("line")
+    return entry.where
 
 
 def where_text(entry):
-    return f"{entry.get('file') or '?'}:{entry.get('line') or '?'}"
+    return f"{entry.file or '?'}:{entry.line or '?'}"
 
 
 def compare(base, current):

@@ -26,7 +26,7 @@ def add_parsers(sub):
 
     snap = commands.add_parser("snapshot", help="write the schema of PACKAGE as it is now",
                                description="Import PACKAGE and write its schema snapshot "
-                                           "(the manifest, format 2): commit it at release.")
+                                           "(the manifest): commit it at release.")
     snap.add_argument("packages", nargs="+", metavar="PACKAGE")
     snap.add_argument("-o", "--out", help="write here (default: standard output)")
     snap.set_defaults(run=cmd_snapshot)
@@ -103,9 +103,8 @@ def cmd_snapshot(args):
     return 0
 
 
-def _dumps(document):
-    from autosave_codegen.manifest import dumps
-    return dumps(document)
+def _dumps(snapshot):
+    return model.dumps(snapshot)
 
 
 def load_baselines(args, cfg):

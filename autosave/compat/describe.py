@@ -1,0 +1,239 @@
+"""Describe a package as it is now: the typed manifest (``autosave.compat.model``) that
+`autosave-codegen` writes beside its generated code and `autosave compat snapshot`
+commits at a release (docs/codegen.md, docs/compat.md).
+
+Per class its stable name, aliases, version, upgrade hooks, how it is saved, its fields
+(name, declared type, default, where it lives) and the fingerprint generated code is
+checked against; every registered asset id; every coroutine resume label with the source
+line of its yield and the locals live there; the root classes and the trusted namespaces.
+
+Paths are relative to the directory the package is imported from, so the file is the
+same on every machine (``autosave-codegen --check`` compares it byte for byte).
+"""
+
+import inspect
+import os
+import re
+import sys
+import typing
+
+import attrs
+
+from ..model.registry import REGISTRY
+from ..model.schema import schema_of
+from .collect import field_hints, inside
+from .model import (FORMAT, ClassEntry, CoroutineEntry, Default, FieldEntry, LabelEntry,
+                    LiveLocal, Snapshot, UpgradeEntry, dumps)
+
+__all__ = ["build", "snapshot", "dumps", "class_entry", "coroutine_entries", "type_text"]
+
+
+def type_text(annotation):
+    """A stable spelling of an annotation: 'list[game.model.NPC]', 'int | None'."""
+    if annotation is type(None) or annotation is None:
+        return "None"
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Union or type(annotation).__name__ == "UnionType":
+        return " | ".join(type_text(a) for a in args)
+    if origin is not None:
+        inner = ", ".join("..." if a is Ellipsis else type_text(a) for a in args)
+        return f"{type_text(origin)}[{inner}]"
+    if isinstance(annotation, type):
+        if annotation.__module__ == "builtins":
+            return annotation.__qualname__
+        return f"{annotation.__module__}.{annotation.__qualname__}"
+    return repr(annotation)
+
+
+def default_text(default) -> Default | None:
+    if default is None or not default.exists:
+        return None
+    if default.factory is not None:
+        factory = default.factory
+        name = getattr(factory, "__qualname__", type(factory).__qualname__)
+        return Default(factory=name if "<lambda>" not in name else "<lambda>")
+    value = default.value
+    if isinstance(value, (int, float, str, bool, type(None))):
+        return Default(value=value)
+    return Default(value=repr(value))
+
+
+def relative_file(module_name):
+    """The source file of a module, relative to the sys.path entry it was imported
+    from ('game/model.py'), or None when it has no file."""
+    module = sys.modules.get(module_name)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    path = os.path.abspath(path)
+    depth = module_name.count(".") + (1 if path.endswith("__init__.py") else 0)
+    root = path
+    for _ in range(depth + 1):
+        root = os.path.dirname(root)
+    return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def source_lines(obj):
+    """(lines, first line number) of a class or function, or ((), None)."""
+    try:
+        return inspect.getsourcelines(obj)
+    except (OSError, TypeError):
+        return (), None
+
+
+def member_lines(cls, names):
+    """{name: line} of the statements assigning each name in a class body, found in its
+    source: 'hp: int = 3', 'RED = 1'. Lines are for messages only."""
+    lines, first = source_lines(cls)
+    found = {}
+    if first is None:
+        return found
+    wanted = set(names)
+    for i, text in enumerate(lines):
+        m = re.match(r"\s+([A-Za-z_]\w*)\s*(:|=(?!=))", text)
+        if m and m.group(1) in wanted and m.group(1) not in found:
+            found[m.group(1)] = first + i
+    return found
+
+
+def def_line(lines, first):
+    for i, text in enumerate(lines):
+        if re.match(r"\s*(async\s+)?def\s", text):
+            return first + i
+    return first
+
+
+def upgrade_entries(stable):
+    out = []
+    for (name, version), hook in sorted(REGISTRY.upgrades.items(), key=lambda kv: kv[0][1]):
+        if name != stable:
+            continue
+        module = getattr(hook, "__module__", None) or "?"
+        _, line = source_lines(hook)
+        out.append(UpgradeEntry(version, f"{module}.{getattr(hook, '__qualname__', '?')}",
+                                relative_file(module), line))
+    return tuple(out)
+
+
+def class_entry(cls):
+    schema = schema_of(cls)
+    hints = field_hints(cls)
+    fields = []
+    names = list(schema.slots) + [n for n in schema.declared if n not in schema.slots]
+    lines = member_lines(cls, names)
+    for name in names:
+        fields.append(FieldEntry(
+            name=name,
+            type=type_text(hints[name]) if name in hints else None,
+            where="slot" if name in schema.slots else "dict",
+            transient=name in schema.transient,
+            default=default_text(schema.defaults.get(name)),
+            declared=name in schema.declared,
+            line=lines.get(name)))
+    aliases = sorted(k for k, v in REGISTRY.by_name.items() if v is cls and k != schema.name)
+    _, line = source_lines(cls)
+    enum = schema.strategy == "enum"     # saved by member name: removing one breaks saves
+    return ClassEntry(
+        path=f"{cls.__module__}.{cls.__qualname__}",
+        version=schema.version,
+        strategy=schema.strategy,
+        base=schema.base.__name__ if schema.base is not None else None,
+        layout=schema.layout,
+        generated=schema.layout if schema.why_not_generated is None else None,
+        aliases=tuple(aliases),
+        root=bool(cls.__dict__.get("__autosave_root__", False)),
+        fields=tuple(fields),
+        fingerprint=schema.fingerprint,
+        file=relative_file(cls.__module__),
+        line=line,
+        upgrades=upgrade_entries(schema.name),
+        members=tuple(cls.__members__) if enum else None,
+        member_lines=member_lines(cls, cls.__members__) if enum else {})
+
+
+def coroutine_entry(func, data):
+    """The manifest entry of one coroutine function from its state-machine spec data
+    (``transform.transform``'s second result, or ``CoroutineSpec.data``)."""
+    func = getattr(func, "__wrapped__", func)
+    lines, first = source_lines(func)
+    start = def_line(lines, first) if first is not None else None
+    live = {p["label"]: tuple(LiveLocal(n, not guarded) for n, _, guarded in p["live"])
+            for p in data["points"]}
+    labels = {}
+    for label, info in data["labels"].items():
+        labels[label] = LabelEntry(
+            context=tuple(info["context"]), text=info["text"], line=info["line"],
+            index=info["index"],
+            source_line=start + info["line"] if start is not None else None,
+            live=live.get(label, ()))
+    return CoroutineEntry(
+        function=f"{func.__module__}.{func.__qualname__}",
+        labels=labels,
+        file=relative_file(func.__module__),
+        line=start,
+        params=tuple(sorted(set(data["params"]) | set(data["cells"]))))
+
+
+def coroutine_entries(packages, labels=None):
+    """{qualified name: entry} of the coroutine functions of ``packages``. ``labels``:
+    {qualified name: {"labels": ...}} as autosave-codegen assigned them; without it the
+    labels are the ones the decorated functions use in this process."""
+    from ..coroutines import SPECS, transform
+
+    out = {}
+    for spec in SPECS.values():
+        if not inside(spec.function.__module__, packages):
+            continue
+        name = spec.qualified_name
+        if labels is not None:
+            if name not in labels:
+                continue
+            # The labels are given; transforming again with them as the previous build's
+            # keeps every one of them and yields the locals live at each.
+            _, data = transform.transform(spec.function, labels[name]["labels"])
+        else:
+            data = spec.data
+        out[name] = coroutine_entry(spec.function, data)
+    return {name: out[name] for name in sorted(out)}
+
+
+def package_assets(packages):
+    """The registered asset ids that belong to ``packages``: the asset's class is
+    defined there, or a module of the packages holds it (a module-level name, or an
+    item of a module-level dict, list or tuple). The registry is process-wide, so this
+    keeps a manifest made in a process that imported other code the same."""
+    held = set()
+    for name, module in list(sys.modules.items()):
+        if not inside(name, packages):
+            continue
+        for value in list(vars(module).values()):
+            held.add(id(value))
+            if type(value) in (list, tuple):
+                held.update(map(id, value))
+            elif type(value) is dict:
+                held.update(map(id, value.values()))
+    return sorted(asset_id for asset_id, obj in REGISTRY.asset_by_id.items()
+                  if id(obj) in held or inside(type(obj).__module__, packages))
+
+
+def build(packages, classes, external, coroutines=None):
+    """The manifest of ``packages``. ``coroutines``: the labels autosave-codegen
+    assigned ({function: {"labels": ...}}), or None for the labels in use now."""
+    return Snapshot(
+        source="current", format=FORMAT,
+        classes={schema_of(c).name: class_entry(c) for c in classes},
+        assets=package_assets(packages),
+        coroutines=coroutine_entries(packages, coroutines),
+        packages=list(packages),
+        external=sorted(f"{c.__module__}.{c.__qualname__}" for c in external))
+
+
+def snapshot(packages):
+    """Import ``packages`` and return their manifest as it is now: what `autosave compat
+    snapshot` writes and `autosave compat check` compares."""
+    from .collect import collect
+    own, external = collect(packages)
+    # Trust is process-wide: only a process that imported nothing but the packages (the
+    # `autosave compat snapshot` command) can say which namespaces they trust.
+    return attrs.evolve(build(packages, own, external), trusted=sorted(REGISTRY.allowed),
+                        assets=sorted(REGISTRY.asset_by_id))
