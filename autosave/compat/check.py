@@ -13,8 +13,20 @@ import re
 
 import attrs
 
+from ..errors import LoadError
+from . import resolve
 from .model import LiveLocal
 from .rules import BREAKING, RULES
+
+# The rules whose verdict the load decides (resolve.py asks it): a class found by name,
+# its version and hook chain, its fields and members; a coroutine's function, labels
+# and locals.
+LOADER_CLASS_RULES = frozenset({
+    "CLASS_REMOVED", "VERSION_DECREASED", "UPGRADE_MISSING", "FIELD_ADDED_NO_DEFAULT",
+    "FIELD_NOW_SAVED_NO_DEFAULT", "ENUM_MEMBER_REMOVED", "LOAD_REFUSED"})
+LOADER_COROUTINE_RULES = frozenset({
+    "COROUTINE_REMOVED", "COROUTINE_LABEL_REMOVED", "COROUTINE_LOCAL_MISSING",
+    "LOAD_REFUSED"})
 
 
 @attrs.frozen
@@ -92,6 +104,7 @@ class Checker:
     def __init__(self, base, current):
         self.base, self.cur = base, current
         self.findings = []
+        self.coroutine_names = {}     # baseline function -> the current one it resolves to
         self.alias_of = {}
         for name, entry in current.classes.items():
             for alias in entry.aliases:
@@ -121,7 +134,40 @@ class Checker:
         self.compare_assets()
         self.compare_coroutines()
         self.compare_trust()
+        if self.cur.live:
+            self.judge_by_loader()
         return self.findings
+
+    # -- the loader's verdict ------------------------------------------------------------
+
+    def judge_by_loader(self):
+        """Hold every verdict the load decides to the load's own decision: a refusal no
+        rule explained is LOAD_REFUSED; a rule's break the loader accepts is LOAD_ACCEPTED."""
+        refusals = []
+        for name, entry in self.base.classes.items():
+            refusals += [(r, {name, self.renamed.get(name)}, LOADER_CLASS_RULES)
+                         for r in resolve.class_refusals(name, entry)]
+        for function, entry in self.base.coroutines.items():
+            names = {function, self.coroutine_names.get(function)}
+            refusals += [(r, names, LOADER_COROUTINE_RULES)
+                         for r in resolve.coroutine_refusals(function, entry)]
+        refused_names = set()
+        for refusal, names, rules in refusals:
+            refused_names |= {(n, r) for n in names for r in rules}
+            explained = any(f.name in names and f.rule in rules and f.severity == BREAKING
+                            for f in self.findings)
+            if not explained:
+                message, _, fix = refusal.message.partition("; ")
+                self.add("LOAD_REFUSED", refusal.name, refusal.member, (None, None),
+                         f"the loader refuses a record of {refusal.name} saved by the "
+                         f"baseline: {message}", fix or None, in_baseline=True)
+        for i, f in enumerate(self.findings):
+            decided = f.rule in LOADER_CLASS_RULES or f.rule in LOADER_COROUTINE_RULES
+            if decided and f.severity == BREAKING and (f.name, f.rule) not in refused_names:
+                self.findings[i] = attrs.evolve(
+                    f, rule="LOAD_ACCEPTED", fix="-",
+                    message=f"{f.message} -- but the loader accepts every record of the "
+                            f"baseline, so this is not a break ({f.rule})")
 
     # -- classes -------------------------------------------------------------------------
 
@@ -306,11 +352,30 @@ class Checker:
             self.add("ASSET_ADDED", asset_id, None, (None, None),
                      f"new asset {asset_id!r}", "-")
 
+    def current_coroutine(self, function):
+        """The current entry of a baseline coroutine: by name, or (when the code is
+        imported) by what the loader resolves the name to, an alias kept at module level
+        for a renamed function."""
+        new = self.cur.coroutines.get(function)
+        if new is not None or not self.cur.live:
+            return new
+        try:
+            spec = resolve.resolve_coroutine(function)
+        except LoadError:
+            return None
+        new = self.cur.coroutines.get(spec.qualified_name)
+        if new is not None:
+            self.coroutine_names[function] = spec.qualified_name
+            self.add("COROUTINE_RENAMED", function, None, new.where,
+                     f"coroutine {function} is {spec.qualified_name} now; saves load "
+                     f"through the module-level alias {function!r}", "-")
+        return new
+
     def compare_coroutines(self):
         if self.base.coroutines and not self.base.detailed_coroutines:
             self.incomplete("the locals live at each coroutine label")
         for function, old in self.base.coroutines.items():
-            new = self.cur.coroutines.get(function)
+            new = self.current_coroutine(function)
             if new is None:
                 self.add("COROUTINE_REMOVED", function, None, at(old),
                          f"coroutine {function} ({where_text(old)} in the baseline) is no "
@@ -318,11 +383,13 @@ class Checker:
                          f"coroutines stop loading", in_baseline=True)
                 continue
             self.compare_labels(function, old, new)
+        renamed = {v: k for k, v in self.coroutine_names.items()}
         for function, new in self.cur.coroutines.items():
-            if function not in self.base.coroutines:
+            old_name = renamed.get(function, function)
+            if old_name not in self.base.coroutines:
                 continue
             for label, info in new.labels.items():
-                if label not in self.base.coroutines[function].labels:
+                if label not in self.base.coroutines[old_name].labels:
                     self.add("COROUTINE_LABEL_ADDED", function, label,
                              (new.file, info.source_line),
                              f"coroutine {function} has a new resume point {label!r}", "-")

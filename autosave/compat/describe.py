@@ -220,7 +220,7 @@ def build(packages, classes, external, coroutines=None):
     """The manifest of ``packages``. ``coroutines``: the labels autosave-codegen
     assigned ({function: {"labels": ...}}), or None for the labels in use now."""
     return Snapshot(
-        source="current", format=FORMAT,
+        source="current", format=FORMAT, live=True,
         classes={schema_of(c).name: class_entry(c) for c in classes},
         assets=package_assets(packages),
         coroutines=coroutine_entries(packages, coroutines),

@@ -19,8 +19,9 @@ Format history (``"autosave_manifest"``):
   undeclared attribute was found: ``init``), per class ``reserved`` names and
   ``covered_by`` (the classes a saved record of it may be: itself and its saveable
   subclasses), per coroutine ``aliases`` and ``defaults`` (parameters with a default),
-  per label ``bound`` (every local bound there, which a frame saves) and ``loops``
-  (the loop headers around the yield, for the loop-bound warning).
+  per label ``loops`` (the loop headers around the yield, for the loop-bound warning);
+  a label's ``live`` lists every local bound at the yield (what a frame saves there),
+  no longer only those read after it.
 """
 
 import json
@@ -142,7 +143,6 @@ class LabelEntry:
     index: int = 0
     source_line: int | None = None
     live: tuple[LiveLocal, ...] | None = None   # None: not recorded (format 1)
-    bound: tuple[str, ...] | None = None        # every local bound there (format 4)
     loops: tuple[str, ...] = ()                 # loop headers around the yield
 
     def labels_document(self) -> dict:
@@ -155,8 +155,6 @@ class LabelEntry:
         out["source_line"] = self.source_line
         if self.live is not None:
             out["live"] = [{"name": v.name, "required": v.required} for v in self.live]
-        if self.bound is not None:
-            out["bound"] = list(self.bound)
         if self.loops:
             out["loops"] = list(self.loops)
         return out
@@ -203,6 +201,7 @@ class Snapshot:
     coroutines: dict = attrs.field(factory=dict)     # function -> CoroutineEntry
     packages: list = attrs.field(factory=list)
     external: list = attrs.field(factory=list)
+    live: bool = False    # describes code imported in this process: the loader can judge
 
     @property
     def detailed_coroutines(self) -> bool:
@@ -356,16 +355,13 @@ def _label_entry(info, lw, source) -> LabelEntry:
                                           for v in value),
               source, f"{lw}.live must be a list of {{\"name\": str, \"required\": bool}}")
         live = tuple(LiveLocal(v["name"], v["required"]) for v in value)
-    bound = None
-    if "bound" in info:
-        bound = _str_list(info["bound"], f"{lw}.bound", source)
     context = info.get("context", [])
     _need(type(context) is list, source, f"{lw}.context must be a list")
     index = info.get("index", 0)
     _need(type(index) is int, source, f"{lw}.index must be an int")
     return LabelEntry(context=tuple(context), text=str(info.get("text", "")),
                       line=info.get("line"), index=index,
-                      source_line=info.get("source_line"), live=live, bound=bound,
+                      source_line=info.get("source_line"), live=live,
                       loops=_str_list(info.get("loops", []), f"{lw}.loops", source))
 
 

@@ -116,6 +116,18 @@ RULES = {r.id: r for r in [
          "live there in the baseline: a local renamed, or a new one used after the yield",
          "a save parked there does not hold it",
          "keep the old local's name, or bind the new local after the yield"),
+    Rule("COROUTINE_RENAMED", INFO,
+         "a coroutine function was renamed and its old name is kept as a module-level "
+         "alias", "saves naming the old function resolve through the alias", "-"),
+    Rule("LOAD_REFUSED", BREAKING,
+         "the loader, asked with the records a baseline save holds, refuses one for a "
+         "reason no other rule names",
+         "a save of the baseline stops loading with the loader's own error",
+         "follow the loader's message"),
+    Rule("LOAD_ACCEPTED", INFO,
+         "a change a rule would call breaking, which the loader accepts for every record "
+         "of the baseline (a class or coroutine resolved another way)",
+         "the load decides; it finds what the save names", "-"),
     Rule("ROOT_REMOVED", WARNING, "a class is no longer a @save_root",
          "loading still works while its namespace stays trusted",
          "keep @autosave.save_root if games still pass its instances as roots"),
