@@ -9,13 +9,13 @@ found by name, assets by id, coroutines by function, label and live locals. docs
 states each rule; the repository's test suite holds the checker to the loader.
 """
 
-import re
-
 import attrs
 
 from ..errors import LoadError
 from . import resolve
+from .fields import FieldJudge
 from .model import LiveLocal
+from .typetext import normal_type, widened  # noqa: F401  (the checker's API)
 from .rules import BREAKING, RULES
 
 # The rules whose verdict the load decides (resolve.py asks it): a class found by name,
@@ -53,51 +53,6 @@ class Finding:
     @property
     def key(self):
         return f"{self.name}.{self.member}" if self.member is not None else self.name
-
-
-_TOKEN = re.compile(r"[A-Za-z_][\w.]*")
-
-
-def normal_type(text, classes, renamed=None):
-    """A declared type's text with each class path replaced by its stable name (and a
-    baseline's stable name by the current one it matched, ``renamed``), so a class
-    moved or renamed under an alias is the same type."""
-    if text is None:
-        return None
-    renamed = renamed or {}
-    paths = {entry.path: renamed.get(name, name) for name, entry in classes.items()}
-    return _TOKEN.sub(lambda m: paths.get(m.group(0), m.group(0)), text)
-
-
-def union_members(text):
-    """The top-level alternatives of a type text: 'list[int | None] | str' -> 2."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    out.append(text[start:].strip())
-    return out
-
-
-ANYTHING = {"object", "typing.Any"}
-# A value of the key type is accepted where a field declares one of the values
-# (PEP 484's numeric tower, and bool being an int).
-ACCEPTED_BY = {"int": {"float", "complex"}, "float": {"complex"}, "bool": {"int", "float",
-                                                                             "complex"}}
-
-
-def widened(old, new):
-    """Whether every value the old declared type allows, the new one allows too."""
-    new_members = set(union_members(new))
-    if new_members & ANYTHING:
-        return True
-    return all(m in new_members or ACCEPTED_BY.get(m, set()) & new_members
-               for m in union_members(old))
 
 
 class Checker:
@@ -246,6 +201,12 @@ class Checker:
                          f"keep {member}, or for a rename keep {member} = <the new member's "
                          f"value> as an alias")
         for member in now:
+            if member in new.reserved:
+                self.add("RESERVED_NAME_REUSED", stable, member,
+                         (new.file, lines.get(member, new.line)),
+                         f"enum {stable} has a member {member!r}, a name it reserves "
+                         f"(__autosave_reserved__): saves may hold the old member of that "
+                         f"name", "give the member another name")
             if member not in (old.members or ()):
                 self.add("ENUM_MEMBER_ADDED", stable, member,
                          (new.file, lines.get(member, new.line)),
@@ -274,62 +235,13 @@ class Checker:
         return True
 
     def compare_fields(self, stable, old, new, hooked):
-        before = {f.name: f for f in old.fields}
-        now = {f.name: f for f in new.fields}
-        version = f"version {old.version}"
-        for name, field in now.items():
-            where = (new.file, field.line or new.line)
-            prior = before.get(name)
-            needs_value = field.declared and not field.transient and field.default is None
-            if prior is None:
-                if needs_value and not hooked:
-                    self.add("FIELD_ADDED_NO_DEFAULT", stable, name, where,
-                             f"{stable}.{name} is new and has no default; saves of "
-                             f"{version} do not hold it",
-                             f"give {name} a default, or bump the version and add "
-                             f"@autosave.upgrade({stable!r}, from_version="
-                             f"{old.version}) setting fields[{name!r}]")
-                elif not field.transient:
-                    how = ("the upgrade hooks must set it" if needs_value
-                           else "old saves get its default")
-                    self.add("FIELD_ADDED", stable, name, where,
-                             f"{stable}.{name} is new; {how}", "-")
-                continue
-            if prior.transient and not field.transient:
-                if needs_value and not hooked:
-                    self.add("FIELD_NOW_SAVED_NO_DEFAULT", stable, name, where,
-                             f"{stable}.{name} was transient and is saved now, without a "
-                             f"default; saves of {version} do not hold it",
-                             f"give {name} a default, or bump the version and add an "
-                             f"upgrade hook setting it")
-                else:
-                    self.add("FIELD_NOW_SAVED", stable, name, where,
-                             f"{stable}.{name} was transient and is saved now", "-")
-            elif field.transient and not prior.transient:
-                self.add("FIELD_NOW_TRANSIENT", stable, name, where,
-                         f"{stable}.{name} is transient now; the value saves of {version} "
-                         f"hold for it is discarded")
-            if prior.transient or field.transient:
-                continue
-            old_type = normal_type(prior.type, self.base.classes, self.renamed)
-            new_type = normal_type(field.type, self.cur.classes)
-            if old_type is None or new_type is None or old_type == new_type:
-                continue
-            if widened(old_type, new_type):
-                self.add("FIELD_TYPE_WIDENED", stable, name, where,
-                         f"{stable}.{name}: {old_type} -> {new_type} accepts every old "
-                         f"value", "-")
-            elif not hooked:
-                self.add("FIELD_TYPE_CHANGED", stable, name, where,
-                         f"{stable}.{name} was declared {old_type} and is {new_type} now; "
-                         f"saves of {version} hold {old_type} values",
-                         f"bump the version of {stable} and add @autosave.upgrade("
-                         f"{stable!r}, from_version={old.version}) converting "
-                         f"fields[{name!r}], or declare {new_type} | {old_type}")
-        for name, prior in before.items():
-            if name not in now and not prior.transient:
-                self.add("FIELD_REMOVED", stable, name, at(new),
-                         f"{stable}.{name} is gone; its saved values are dropped on load", "-")
+        FieldJudge(self, stable, old, new, hooked).run()
+        if new.unjudged is not None:
+            self.add("CLASS_NOT_JUDGED", stable, None, at(new),
+                     f"the attributes of {stable} are not all known: {new.unjudged}; "
+                     f"attributes it gains are not checked",
+                     f"set the attributes of {stable} by plain assignments in __init__ "
+                     f"(self.name = ...), or give it attrs fields")
 
     # -- assets, coroutines, trust -------------------------------------------------------
 

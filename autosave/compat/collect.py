@@ -2,7 +2,8 @@
 (the one collection `autosave-codegen` and `autosave compat snapshot` share).
 
 Starting points are the package's ``@save_root``/``@saveable`` classes and the classes
-of its registered assets. From each class, its field annotations are followed
+of its registered assets. From each class, its subclasses in the packages (a field
+declared ``list[Npc]`` holds ``Merchant`` records too) and its field annotations are followed
 (``list[X]``, ``dict[K, V]``, ``X | None``, ``Optional[X]``, string forward references)
 to every class they name. Classes defined inside the package get generated code; the
 others (standard library, other packages) are listed as external.
@@ -89,6 +90,9 @@ def collect(packages):
         seen.add(cls)
         if not inside(cls.__module__, packages):
             continue
+        # a field declared as a base class holds its subclasses' records too
+        todo.extend(sub for sub in saveable_subclasses(cls)
+                    if sub not in seen and inside(sub.__module__, packages))
         for annotation in field_hints(cls).values():
             for named in named_classes(annotation):
                 if named not in seen and _is_user_class(named):
@@ -96,6 +100,17 @@ def collect(packages):
     own = sorted((c for c in seen if inside(c.__module__, packages)), key=_full_name)
     external = sorted((c for c in seen if not inside(c.__module__, packages)), key=_full_name)
     return own, external
+
+
+def saveable_subclasses(cls):
+    """Every subclass of ``cls`` a save can name (defined at module level), sorted."""
+    found, todo = set(), [cls]
+    while todo:
+        for sub in type.__subclasses__(todo.pop()) if isinstance(cls, type) else ():
+            if sub not in found and "<locals>" not in sub.__qualname__:
+                found.add(sub)
+                todo.append(sub)
+    return sorted(found, key=_full_name)
 
 
 def _full_name(cls):

@@ -11,6 +11,7 @@ Paths are relative to the directory the package is imported from, so the file is
 same on every machine (``autosave-codegen --check`` compares it byte for byte).
 """
 
+import dataclasses
 import inspect
 import os
 import re
@@ -20,8 +21,9 @@ import typing
 import attrs
 
 from ..model.registry import REGISTRY
-from ..model.schema import schema_of
-from .collect import field_hints, inside
+from ..model.schema import FieldDefault, schema_of
+from .collect import field_hints, inside, saveable_subclasses
+from .plain import init_attributes
 from .model import (FORMAT, ClassEntry, CoroutineEntry, Default, FieldEntry, LabelEntry,
                     LiveLocal, Snapshot, UpgradeEntry, dumps)
 
@@ -129,7 +131,19 @@ def class_entry(cls):
             transient=name in schema.transient,
             default=default_text(schema.defaults.get(name)),
             declared=name in schema.declared,
-            line=lines.get(name)))
+            line=lines.get(name),
+            old_names=tuple(sorted(o for o, n in schema.renamed.items() if n == name))))
+    unjudged = None
+    if is_plain(cls, schema):
+        found = init_attributes(cls)
+        unjudged = None if found.judged else found.why
+        for name, attr_line in found.names.items():
+            if name in names or name in schema.transient:
+                continue
+            fields.append(FieldEntry(
+                name=name, type=type_text(hints[name]) if name in hints else None,
+                where="dict", transient=False, default=class_default(cls, name),
+                declared=False, line=attr_line, origin="init"))
     aliases = sorted(k for k, v in REGISTRY.by_name.items() if v is cls and k != schema.name)
     _, line = source_lines(cls)
     enum = schema.strategy == "enum"     # saved by member name: removing one breaks saves
@@ -148,7 +162,28 @@ def class_entry(cls):
         line=line,
         upgrades=upgrade_entries(schema.name),
         members=tuple(cls.__members__) if enum else None,
-        member_lines=member_lines(cls, cls.__members__) if enum else {})
+        member_lines=member_lines(cls, cls.__members__) if enum else {},
+        covered_by=tuple(sorted(schema_of(c).name for c in saveable_subclasses(cls))),
+        reserved=tuple(sorted(schema.reserved)),
+        unjudged=unjudged)
+
+
+def is_plain(cls, schema) -> bool:
+    """A class saved field by field whose fields nothing declares: its attributes are
+    whatever ``__init__`` sets (``autosave.compat.plain``)."""
+    return (schema.strategy == "instance" and schema.has_dict and not schema.declared
+            and not attrs.has(cls) and not dataclasses.is_dataclass(cls))
+
+
+def class_default(cls, name) -> Default | None:
+    """The class-level value a loaded instance without the attribute reads through to."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            value = klass.__dict__[name]
+            if callable(value) or hasattr(value, "__get__"):
+                return None
+            return default_text(FieldDefault(value=value))
+    return None
 
 
 def coroutine_entry(func, data):

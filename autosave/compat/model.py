@@ -100,6 +100,7 @@ class ClassEntry:
     member_lines: dict = attrs.field(factory=dict)
     reserved: tuple[str, ...] = ()
     covered_by: tuple[str, ...] = ()    # stable names of the saveable subclasses
+    unjudged: str | None = None         # why its attributes are not all known
     base_recorded: bool = True          # False: an old document without "base"
 
     @property
@@ -126,6 +127,8 @@ class ClassEntry:
             out["reserved"] = list(self.reserved)
         if self.covered_by:
             out["covered_by"] = list(self.covered_by)
+        if self.unjudged is not None:
+            out["unjudged"] = self.unjudged
         return out
 
 
@@ -340,6 +343,7 @@ def _class_entry(name, entry, source) -> ClassEntry:
         members=members, member_lines=member_lines,
         reserved=_str_list(entry.get("reserved", []), f"{where}.reserved", source),
         covered_by=_str_list(entry.get("covered_by", []), f"{where}.covered_by", source),
+        unjudged=entry.get("unjudged") if type(entry.get("unjudged")) is str else None,
         base_recorded="base" in entry)
 
 

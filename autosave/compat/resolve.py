@@ -68,7 +68,7 @@ def resolve_coroutine(function: str):
 def held_at(entry: CoroutineEntry) -> dict[str, set[str] | None]:
     """{label: the locals every save parked there holds (None: not recorded)}
     (``<start>``: the arguments)."""
-    out = {label: None for label in entry.labels}
+    out: dict[str, set[str] | None] = {label: None for label in entry.labels}
     if entry.detailed:              # format 1 did not record the locals
         out["<start>"] = set(entry.params or ())
         for label, info in entry.labels.items():

@@ -60,6 +60,40 @@ RULES = {r.id: r for r in [
          "an old save does not hold the field and nothing supplies it",
          "give FIELD a default, or bump the version and add an @autosave.upgrade hook "
          "that sets it"),
+    Rule("FIELD_RENAMED", INFO,
+         "a field was renamed and declares its old name (autosave.renamed_from, "
+         "__autosave_renamed__)", "saves fill it through the old name", "-"),
+    Rule("FIELD_PROBABLY_RENAMED", BREAKING,
+         "a field of the baseline is gone and a new one of the same type appeared in the "
+         "same class, and no old name is declared",
+         "if it is a rename, every save's value is dropped on load (or refused when the "
+         "new field has no default)",
+         "declare the old name with autosave.renamed_from(OLD); if unrelated, reserve the "
+         "old name: __autosave_reserved__ = (OLD,)"),
+    Rule("RESERVED_NAME_REUSED", BREAKING,
+         "a field or enum member uses a name the class reserves (__autosave_reserved__)",
+         "saves may hold a value under that name that meant something else",
+         "choose another name"),
+    Rule("RESERVED_NAME_RELEASED", WARNING,
+         "a name the baseline reserved is not reserved any more",
+         "a later change could reuse it with another meaning",
+         "keep it in __autosave_reserved__"),
+    Rule("ATTRIBUTE_ADDED_NO_DEFAULT", BREAKING,
+         "a plain class's __init__ sets a new attribute and the class body gives it no "
+         "default",
+         "loads never run __init__: every loaded instance lacks the attribute",
+         "give it a class-level default in the class body (or set it in "
+         "__autosave_loaded__)"),
+    Rule("CLASS_NOT_JUDGED", WARNING,
+         "a plain class whose attributes the gate cannot read from __init__ (no source, "
+         "setattr, self.__dict__)",
+         "attributes it gains or loses are not checked",
+         "set its attributes by plain assignments in __init__, or declare attrs fields"),
+    Rule("FIELD_TYPE_CONVERTED_BY_HOOK", WARNING,
+         "a field's declared type changed and an upgrade hook chain runs for old saves",
+         "the hook must convert the old values; the check cannot see that it does",
+         "run `autosave compat verify` on a corpus: it holds upgraded records to the "
+         "declared types"),
     Rule("FIELD_REMOVED", INFO, "a field of the baseline is gone",
          "its saved value is dropped on load", "-"),
     Rule("FIELD_TYPE_CHANGED", BREAKING,
