@@ -486,7 +486,7 @@ PATCHES = [
     ("yield-twin-removed", True, [(WAITS, '    yield "title"\n' + _twins(2))],
      {1: {3: None, 4: 3, 5: 4, 6: 5, 7: 6}}, True),
     ("line-after-yield-reads-parameter", False,
-     [('    yield "end"\n', '    yield "end"\n    world.stats.visited.append(who + "!")\n')],
+     [("    yield line\n", '    yield line\n    if who == "nobody":\n        return\n')],
      None, True),
     ("coroutine-parameter-added-with-default", False,
      [("def patrol(npc, route):", "def patrol(npc, route, speed=1):"),

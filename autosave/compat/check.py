@@ -308,9 +308,10 @@ class Checker:
 
     def compare_labels(self, function, old, new):
         detailed = self.base.detailed_coroutines
+        self.compare_twins(function, old, new)
         if detailed:
             self.compare_live(function, "<start>", set(old.params or ()),
-                              [LiveLocal(p) for p in new.params or ()], at(new))
+                              [LiveLocal(p) for p in new.params or ()], at(new), new)
         for label, info in old.labels.items():
             now = new.labels.get(label)
             if now is None:
@@ -322,17 +323,41 @@ class Checker:
                          f"restore `{text}` (same statement, same enclosing blocks) in "
                          f"{function}")
             elif detailed:
-                self.compare_live(function, label, {v.name for v in info.live or ()},
-                                  now.live or (), (new.file, now.source_line))
+                # what every save parked there holds: the locals bound there for sure
+                held = {v.name for v in info.live or () if v.held}
+                self.compare_live(function, label, held, now.live or (),
+                                  (new.file, now.source_line), new)
 
-    def compare_live(self, function, label, before, now, where):
+    def compare_live(self, function, label, before, now, where, new):
         for local in now:
-            if local.required and local.name not in before:
-                self.add("COROUTINE_LOCAL_MISSING", function, local.name, where,
-                         f"coroutine {function} at {label!r} needs the local "
-                         f"{local.name!r}, which saves parked there do not hold",
-                         f"keep the old name of {local.name!r} at {label!r}, or bind it "
-                         f"after the yield")
+            if not local.required or local.name in before or local.name in new.defaults:
+                continue
+            if local.name in (new.params or ()):
+                fix = (f"give the parameter {local.name!r} a default (def ...({local.name}="
+                       f"...)): saves that lack it get the default on load")
+            else:
+                fix = (f"keep the old name of {local.name!r} at {label!r}, or bind it "
+                       f"after the yield")
+            self.add("COROUTINE_LOCAL_MISSING", function, local.name, where,
+                     f"coroutine {function} at {label!r} needs the local "
+                     f"{local.name!r}, which saves parked there do not hold", fix)
+
+    def compare_twins(self, function, old, new):
+        """Identical yields in the same blocks are told apart by their order alone: when
+        their number changes, a save parked at one may resume at another."""
+        before, now = twin_groups(old), twin_groups(new)
+        for base, labels in before.items():
+            count = len(now.get(base, ()))
+            if count and count != len(labels) and max(count, len(labels)) > 1:
+                text = old.labels[labels[0]].text
+                self.add("COROUTINE_TWINS_CHANGED", function, labels[0], at(new),
+                         f"coroutine {function} has {count} identical `{text}` in the same "
+                         f"place where the baseline had {len(labels)}; identical yields are "
+                         f"told apart by their order only, so a save parked at one of "
+                         f"them may resume at another, a step early or late",
+                         f"keep {len(labels)} identical `{text}`; to add a pause, yield a "
+                         f"value of its own there (`yield \"pause\"`), and to drop one, "
+                         f"keep the yield and skip what it waits for")
 
     def compare_trust(self):
         if self.base.trusted is None:
@@ -351,6 +376,15 @@ class Checker:
         for ns in sorted(now - set(self.base.trusted)):
             self.add("NAMESPACE_TRUSTED", ns, None, (None, None),
                      f"namespace {ns!r} is trusted now", "-")
+
+
+def twin_groups(entry):
+    """{label without its #n: [labels]} of a coroutine entry's resume points."""
+    out: dict = {}
+    for label in entry.labels:
+        base, sep, n = label.rpartition("#")
+        out.setdefault(base if sep and n.isdigit() else label, []).append(label)
+    return out
 
 
 def at(entry):

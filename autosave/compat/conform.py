@@ -121,8 +121,11 @@ def _plain(cls, schema):
 
 def problems(root, limit=5) -> list[str]:
     """What in the graph of ``root`` does not fit the current classes (at most ``limit``)."""
-    out, seen, todo = [], set(), [root]
-    hints_cache, init_cache = {}, {}
+    out: list[str] = []
+    seen: set[int] = set()
+    todo = [root]
+    hints_cache: dict = {}
+    init_cache: dict = {}
     while todo and len(out) < limit:
         obj = todo.pop()
         if id(obj) in seen:

@@ -192,7 +192,8 @@ def coroutine_entry(func, data):
     func = getattr(func, "__wrapped__", func)
     lines, first = source_lines(func)
     start = def_line(lines, first) if first is not None else None
-    live = {p["label"]: tuple(LiveLocal(n, not guarded) for n, _, guarded in p["live"])
+    live = {p["label"]: tuple(LiveLocal(n, needed and not guarded, not guarded)
+                              for n, _, guarded, needed in p["live"])
             for p in data["points"]}
     labels = {}
     for label, info in data["labels"].items():
@@ -228,8 +229,26 @@ def coroutine_entries(packages, labels=None):
             _, data = transform.transform(spec.function, labels[name]["labels"])
         else:
             data = spec.data
-        out[name] = coroutine_entry(spec.function, data)
+        out[name] = attrs.evolve(coroutine_entry(spec.function, data),
+                                 defaults=tuple(sorted(spec.param_defaults)),
+                                 aliases=tuple(coroutine_aliases(spec)))
     return {name: out[name] for name in sorted(out)}
+
+
+def coroutine_aliases(spec):
+    """Other module-level names the decorated function is bound to: a save naming one
+    of them resolves to it (a function renamed, its old name kept)."""
+    module = sys.modules.get(spec.function.__module__)
+    factory = next((f for f, s in SPECS_of().items() if s is spec), None)
+    if module is None or factory is None:
+        return []
+    return sorted(f"{module.__name__}.{n}" for n, v in vars(module).items()
+                  if v is factory and n != spec.qualname)
+
+
+def SPECS_of():
+    from ..coroutines import SPECS
+    return SPECS
 
 
 def package_assets(packages):

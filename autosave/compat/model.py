@@ -58,7 +58,7 @@ class FieldEntry:
     origin: str | None = None        # "init": found in __init__'s assignments
 
     def document(self) -> dict:
-        out = {"name": self.name, "type": self.type, "in": self.where,
+        out: dict = {"name": self.name, "type": self.type, "in": self.where,
                "transient": self.transient,
                "default": self.default.document() if self.default is not None else None,
                "declared": self.declared, "line": self.line}
@@ -114,7 +114,7 @@ class ClassEntry:
         return None
 
     def document(self) -> dict:
-        out = {"class": self.path, "version": self.version, "strategy": self.strategy,
+        out: dict = {"class": self.path, "version": self.version, "strategy": self.strategy,
                "base": self.base, "layout": self.layout, "generated": self.generated,
                "aliases": list(self.aliases), "root": self.root,
                "fields": [f.document() for f in self.fields],
@@ -134,8 +134,15 @@ class ClassEntry:
 
 @attrs.frozen
 class LiveLocal:
+    """A local a coroutine frame saves at a resume point."""
     name: str
-    required: bool = True
+    required: bool = True    # the code after the yield needs it: a save must hold it
+    bound: bool | None = None    # bound for sure there, so every save holds it (format 4;
+                                 # None: an older manifest, whose saves held the required)
+
+    @property
+    def held(self) -> bool:
+        return self.required if self.bound is None else self.bound
 
 
 @attrs.frozen
@@ -157,7 +164,9 @@ class LabelEntry:
         out = self.labels_document()
         out["source_line"] = self.source_line
         if self.live is not None:
-            out["live"] = [{"name": v.name, "required": v.required} for v in self.live]
+            out["live"] = [{"name": v.name, "required": v.required}
+                           | ({} if v.bound is None else {"bound": v.bound})
+                           for v in self.live]
         if self.loops:
             out["loops"] = list(self.loops)
         return out
@@ -358,7 +367,8 @@ def _label_entry(info, lw, source) -> LabelEntry:
                                           and type(v.get("required")) is bool
                                           for v in value),
               source, f"{lw}.live must be a list of {{\"name\": str, \"required\": bool}}")
-        live = tuple(LiveLocal(v["name"], v["required"]) for v in value)
+        live = tuple(LiveLocal(v["name"], v["required"], v["bound"]
+                               if type(v.get("bound")) is bool else None) for v in value)
     context = info.get("context", [])
     _need(type(context) is list, source, f"{lw}.context must be a list")
     index = info.get("index", 0)

@@ -23,7 +23,7 @@ class InitAttributes:
     why: str | None = None   # why not judged
 
 
-def _self_name(func: ast.FunctionDef) -> str | None:
+def _self_name(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     args = func.args.posonlyargs + func.args.args
     return args[0].arg if args else None
 

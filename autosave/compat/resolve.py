@@ -72,7 +72,7 @@ def held_at(entry: CoroutineEntry) -> dict[str, set[str] | None]:
     if entry.detailed:              # format 1 did not record the locals
         out["<start>"] = set(entry.params or ())
         for label, info in entry.labels.items():
-            out[label] = {v.name for v in info.live or () if v.required}
+            out[label] = {v.name for v in info.live or () if v.held}
     return out
 
 

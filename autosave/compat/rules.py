@@ -149,7 +149,14 @@ RULES = {r.id: r for r in [
          "at a resume point kept, the code needs a local (or parameter) that was not "
          "live there in the baseline: a local renamed, or a new one used after the yield",
          "a save parked there does not hold it",
-         "keep the old local's name, or bind the new local after the yield"),
+         "keep the old local's name, or bind the new local after the yield; for a new "
+         "parameter, give it a default"),
+    Rule("COROUTINE_TWINS_CHANGED", BREAKING,
+         "the number of identical yields (same statement in the same blocks) of a "
+         "coroutine changed",
+         "identical yields are told apart by their order; a save parked at one may resume "
+         "at another, a step early or late",
+         "keep their number; yield a value of its own for a new pause"),
     Rule("COROUTINE_RENAMED", INFO,
          "a coroutine function was renamed and its old name is kept as a module-level "
          "alias", "saves naming the old function resolve through the alias", "-"),

@@ -11,7 +11,8 @@ Record ``autosave.coroutine``: ``[function, label, name, value, name, value, ...
   like ``iter@1f3a2c``. Unbound locals are left out.
 
 Loading a label the function no longer has, or without a local the point needs, is an
-``IncompatibleSaveError`` naming the function and the label.
+``IncompatibleSaveError`` naming the function and the label; a parameter the save
+lacks that has a default (added since) gets its default.
 """
 
 import itertools
@@ -86,6 +87,11 @@ class CoroutineAdapter(Adapter):
                 value = _cell_value(value)
             d[attr] = value
             found.add(saved)
+        for saved, default in spec.param_defaults.items():
+            slot = slots.get(saved)
+            if slot is not None and saved not in found:
+                d[slot[0]] = types.CellType(default) if slot[2] else default
+                found.add(saved)
         missing = missing_local(spec, state, found)
         if missing is not None:
             raise IncompatibleSaveError(
@@ -132,7 +138,8 @@ def missing_local(spec, state, held):
     """The first local the resume point ``state`` needs that the saved names ``held``
     lack (a cell comes back empty; an optional one stays unbound), or None."""
     for saved, (_, required, holds_cell) in spec.slots[state].items():
-        if saved not in held and required and not holds_cell:
+        if saved not in held and required and not holds_cell \
+                and saved not in spec.param_defaults:
             return saved
     return None
 
