@@ -380,12 +380,12 @@ SHIFT_AFTER_TITLE = {1: {k: k + 1 for k in range(2, 8)}}
 PATCHES = [
     ("no-change", False, [], None, True),
     ("field-added-with-default", False,
-     [(NPC_END, NPC_END + "    morale: int = 5\n")], None, True),
+     [(NPC_END, NPC_END + "    morale: int = 5\n")], None, False),
     ("field-added-no-default", True,
      [(NPC_END, NPC_END + "    faction: str = attrs.field(kw_only=True)\n"),
       (NEW_NPCS, '    guard = Npc("guard", faction="town")\n    tom = Merchant("tom", '
                  'faction="town", stock={"sword": 1, "shield": 2})\n'),
-      ('"steps": npc.steps,', '"steps": npc.steps, "faction": npc.faction,')], None, True),
+      ('"steps": npc.steps,', '"steps": npc.steps, "faction": npc.faction,')], None, False),
     ("field-added-no-default-fixed", False,
      [(NPC_END, NPC_END + '    faction: str = attrs.field(kw_only=True, default="town")\n'),
       (NEW_NPCS, '    guard = Npc("guard", faction="town")\n    tom = Merchant("tom", '
@@ -414,7 +414,7 @@ PATCHES = [
      [("    coins: int = 0\n",
        '    gold: int = attrs.field(default=0, metadata=autosave.renamed_from("coins"))\n'),
       ("merchant.coins += offer", "merchant.gold += offer"),
-      (MERCHANT_VIEW, '        out["coins"] = npc.gold\n')], None, True),
+      (MERCHANT_VIEW, '        out["coins"] = npc.gold\n')], None, False),
     ("field-renamed-no-default", True,
      [("    coins: int = 0\n", "    gold: int = attrs.field(kw_only=True)\n"),
       ('Merchant("tom", stock=', 'Merchant("tom", gold=0, stock='),
@@ -467,7 +467,7 @@ PATCHES = [
     ("class-renamed", True,
      [("@dataclasses.dataclass\nclass Quest:", "@dataclasses.dataclass\nclass Mission:"),
       ("quests: list[Quest]", "quests: list[Mission]"), ('[Quest("rats")]', '[Mission("rats")]')],
-     None, True),
+     None, False),
     ("key-class-field-added", False, [("    x: int\n    y: int\n",
                                        "    x: int\n    y: int\n    z: int = 0\n")], None, False),
     ("version-bumped-without-hook", True,
@@ -482,12 +482,12 @@ PATCHES = [
     ("yield-inserted-before-twins", True, [(WAITS, '    yield "title"\n' + _twins(4))],
      SHIFT_AFTER_TITLE, True),
     ("yield-inserted-before-twins-distinct", False,
-     [(WAITS, '    yield "title"\n    yield "pause"\n' + _twins(3))], SHIFT_AFTER_TITLE, True),
+     [(WAITS, '    yield "title"\n    yield "pause"\n' + _twins(3))], SHIFT_AFTER_TITLE, False),
     ("yield-twin-removed", True, [(WAITS, '    yield "title"\n' + _twins(2))],
-     {1: {3: None, 4: 3, 5: 4, 6: 5, 7: 6}}, True),
+     {1: {3: None, 4: 3, 5: 4, 6: 5, 7: 6}}, False),
     ("line-after-yield-reads-parameter", False,
      [("    yield line\n", '    yield line\n    if who == "nobody":\n        return\n')],
-     None, True),
+     None, False),
     ("coroutine-parameter-added-with-default", False,
      [("def patrol(npc, route):", "def patrol(npc, route, speed=1):"),
       ("        npc.steps += 1\n", "        npc.steps += speed\n")], None, True),
@@ -496,4 +496,70 @@ PATCHES = [
       ("    return npc.steps\n", "    return npc.steps\n\n\npatrol = walk\n")], None, True),
     ("coroutine-undecorated", True,
      [("@autosave.coroutine\ndef quest_script", "def quest_script")], None, False),
+]
+
+PATCHES += [
+    ("base-version-bumped-fixed", False,
+     [(NPC_END, NPC_END + "    level: int = attrs.field(kw_only=True, default=1)\n"),
+      ("@attrs.define\nclass Npc:", "@autosave.saveable(version=2)\n@attrs.define\nclass Npc:"),
+      ("\n\n@attrs.define\nclass Merchant",
+       "\n\n@autosave.upgrade('gtgame.Npc', from_version=1)\ndef npc_v1(fields):\n"
+       "    fields['level'] = 1\n    return fields\n\n\n@attrs.define\nclass Merchant"),
+      (NEW_NPCS, '    guard = Npc("guard", level=1)\n    tom = Merchant("tom", level=1, '
+                 'stock={"sword": 1, "shield": 2})\n'),
+      ('"steps": npc.steps,', '"steps": npc.steps, "level": npc.level,')], None, False),
+    ("subclass-field-added-default", False,
+     [("    coins: int = 0\n",
+       "    coins: int = 0\n    rep: int = attrs.field(kw_only=True, default=3)\n"),
+      ('Merchant("tom", stock=', 'Merchant("tom", rep=3, stock='),
+      (MERCHANT_VIEW, MERCHANT_VIEW + '        out["rep"] = npc.rep\n')], None, False),
+    ("field-renamed-no-default-declared", False,
+     [("    coins: int = 0\n", "    gold: int = attrs.field(kw_only=True, "
+                              "metadata=autosave.renamed_from('coins'))\n"),
+      ('Merchant("tom", stock=', 'Merchant("tom", gold=0, stock='),
+      ("merchant.coins += offer", "merchant.gold += offer"),
+      (MERCHANT_VIEW, '        out["coins"] = npc.gold\n')], None, False),
+    ("asset-id-changed-old-id-kept", False,
+     [('SHIELD = autosave.asset(ItemTemplate("shield", 7), "items/shield")',
+       'SHIELD = autosave.asset(ItemTemplate("shield", 7), "items/buckler")\n'
+       'autosave.asset(SHIELD, "items/shield")')], None, False),
+    ("version-bumped-hook-added", False,
+     [("@dataclasses.dataclass\nclass Quest:",
+       "@autosave.saveable(version=2)\n@dataclasses.dataclass\nclass Quest:"),
+      ("\n\nclass Stats:", "\n\n@autosave.upgrade('gtgame.Quest', from_version=1)\n"
+                          "def quest_v1(fields):\n    return fields\n\n\nclass Stats:")],
+     None, False),
+]
+
+# A breaking patch, the rule of the finding whose *first* fix is applied, what that fix
+# says, and the patch that applies it as written (it must load and play right, and the
+# gate must say so).
+FIXES = [
+    ("field-added-no-default", "FIELD_ADDED_NO_DEFAULT", "give faction a default",
+     "field-added-no-default-fixed"),
+    ("subclass-field-added-no-default", "FIELD_ADDED_NO_DEFAULT", "give rep a default",
+     "subclass-field-added-default"),
+    ("base-version-bumped-hook-for-base-only", "FIELD_ADDED_NO_DEFAULT",
+     "give level a default", "base-version-bumped-fixed"),
+    ("field-renamed", "FIELD_PROBABLY_RENAMED",
+     "declare the old name: gold = attrs.field(..., metadata=autosave.renamed_from('coins'))",
+     "field-renamed-declared"),
+    ("field-renamed-no-default", "FIELD_PROBABLY_RENAMED",
+     "declare the old name: gold = attrs.field(..., metadata=autosave.renamed_from('coins'))",
+     "field-renamed-no-default-declared"),
+    ("field-type-changed", "FIELD_TYPE_CHANGED",
+     "bump the version of gtgame.Merchant and add @autosave.upgrade('gtgame.Merchant', "
+     "from_version=1) converting fields['stock']", "field-type-changed-hook-converts"),
+    ("plain-attribute-added", "ATTRIBUTE_ADDED_NO_DEFAULT",
+     "give it a class-level default in the body of gtgame.Stats (streak = <its initial "
+     "value>", "plain-attribute-added-class-default"),
+    ("asset-id-changed", "ASSET_REMOVED", "keep registering autosave.asset(obj, "
+     "'items/shield')", "asset-id-changed-old-id-kept"),
+    ("version-bumped-without-hook", "UPGRADE_MISSING",
+     "add @autosave.upgrade('gtgame.Quest', from_version=1)", "version-bumped-hook-added"),
+    ("yield-inserted-before-twins", "COROUTINE_TWINS_CHANGED",
+     "keep 3 identical `yield 'wait'`; to add a pause, yield a value of its own there "
+     "(`yield \"pause\"`)", "yield-inserted-before-twins-distinct"),
+    ("class-renamed", "CLASS_REMOVED", "keep the class, or add aliases=('gtgame.Quest',)",
+     "class-renamed-with-alias"),
 ]

@@ -44,3 +44,14 @@ def test_the_gate_matches_ground_truth(release1, tmp_path, name, breaks, pairs, 
     assert gate == bool(truth), (
         f"gate says {'breaking' if gate else 'compatible'}: check {breaking}, verify "
         f"{files}; truth: {truth or 'every save loads and plays right'}")
+    for broken, rule, says, _ in gt.FIXES:
+        if broken == name:
+            first = next((f for f in breaking if f["rule"] == rule), None)
+            assert first is not None, breaking
+            assert first["fix"].startswith(says), first["fix"]
+
+
+def test_every_fix_patch_is_a_compatible_patch_of_the_catalogue():
+    patches = {p[0]: p for p in gt.PATCHES}
+    for broken, _, _, fixed in gt.FIXES:
+        assert patches[broken][1] is True and patches[fixed][1] is False
