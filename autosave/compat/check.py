@@ -41,10 +41,12 @@ class Finding:
     baseline: str
     in_baseline: bool = False
     allowed: str | None = None     # the --allow entry or config section that accepted it
+    override: str | None = None    # the severity the config gives the rule, if any
+    forward: bool = False          # judged the other way: an older build, a newer save
 
     @property
     def severity(self):
-        return RULES[self.rule].severity
+        return self.override or RULES[self.rule].severity
 
     @property
     def breaking(self):
@@ -398,3 +400,13 @@ def where_text(entry):
 def compare(base, current):
     """The findings of judging ``current`` against ``base`` (two Snapshots)."""
     return Checker(base, current).run()
+
+
+def compare_forward(base, current):
+    """Forward compatibility: the findings of the older build ``base`` reading saves of
+    ``current`` (cloud saves, a rollback). The older code is not imported, so the
+    manifest rules judge; each finding is marked ``forward``."""
+    newer = attrs.evolve(current, live=False)
+    older = attrs.evolve(base, live=False, source=current.source)
+    return [attrs.evolve(f, forward=True, baseline=base.source)
+            for f in Checker(newer, older).run()]
