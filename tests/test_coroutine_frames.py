@@ -103,3 +103,20 @@ def test_a_save_holding_only_the_live_locals_still_loads_and_plays():
     assert done.stdout.split() == ["10", "9"]      # haggle(12) was parked at 11
     [(_, names)] = coroutine_locals(path.read_bytes())
     assert "start_price" not in names and "price" in names      # the live ones only
+
+
+def test_diff_shows_a_coroutine_s_label_and_locals_by_name(tmp_path):
+    from autosave.compat.diff import diff
+    m = load_module(fresh_name("frames"), V1, tmp_path)
+    a, b = m.greet("ann", "bob", 3), m.greet("ann", "bob", 3)
+    next(a)
+    next(b), b.send("x")
+    result = diff(autosave.dumps(a), autosave.dumps(b))
+    changes = {c.path: (c.kind, c.a, c.b) for c in result.changes}
+    at = next(p for p in changes if p.endswith("}.i")).rsplit(".", 1)[0]
+    assert at.startswith("root{at 'got = (yield i)")
+    assert changes[f"{at}.i"] == ("value", 0, 1)
+    assert changes[f"{at}.got"] == ("local added", None, "x")
+    c = autosave.dumps(m.greet("ann", "bob", 3))
+    result = diff(c, autosave.dumps(a))
+    assert any(ch.path == "root.<label>" and ch.a == "<start>" for ch in result.changes)
