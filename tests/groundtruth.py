@@ -563,3 +563,29 @@ FIXES = [
     ("class-renamed", "CLASS_REMOVED", "keep the class, or add aliases=('gtgame.Quest',)",
      "class-renamed-with-alias"),
 ]
+
+# In-flight differences no schema can decide: each changes how a save parked in the
+# middle plays on (the truth differs), so the gate must not be silent: it warns with
+# the rule named, for a reviewer. (id, rule, [(old, new)], steps map)
+CUTSCENE_TAIL = ('    line = who + " speaks"\n    yield line\n'
+                 '    world.stats.visited.append(who)\n    yield "end"\n')
+WARNED = [
+    ("loop-bound-changed", "COROUTINE_LOOP_CHANGED",
+     [("while quest.progress < 3:", "while quest.progress < 4:")], {3: {4: 5, 5: 6}}),
+    ("yields-reordered", "COROUTINE_YIELDS_REORDERED",
+     [(CUTSCENE_TAIL, '    line = who + " speaks"\n    yield "end"\n'
+                      '    world.stats.visited.append(who)\n    yield line\n')],
+     {1: {5: 6, 6: 5}}),
+    ("local-from-upgraded-field", "COROUTINE_LOCAL_FROM_UPGRADED",
+     [("@attrs.define\nclass ItemTemplate:",
+       "@autosave.saveable(version=2)\n@attrs.define\nclass ItemTemplate:"),
+      ('SWORD = autosave.asset(ItemTemplate("sword", 10)',
+       "@autosave.upgrade('gtgame.ItemTemplate', from_version=1)\ndef cents(fields):\n"
+       "    fields['price'] *= 100\n    return fields\n\n\n"
+       'SWORD = autosave.asset(ItemTemplate("sword", 1000)'),
+      ('ItemTemplate("shield", 7)', 'ItemTemplate("shield", 700)'),
+      ('ItemTemplate("potion", 2)', 'ItemTemplate("potion", 200)'),
+      ("    merchant.coins += offer\n", "    merchant.coins += offer // 100\n"),
+      ("        if answer == \"no\":\n            offer -= 1\n",
+       "        if answer == \"no\":\n            offer -= 100\n")], None),
+]

@@ -55,3 +55,13 @@ def test_every_fix_patch_is_a_compatible_patch_of_the_catalogue():
     patches = {p[0]: p for p in gt.PATCHES}
     for broken, _, _, fixed in gt.FIXES:
         assert patches[broken][1] is True and patches[fixed][1] is False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, rule, pairs, steps", gt.WARNED, ids=[w[0] for w in gt.WARNED])
+def test_an_in_flight_difference_is_never_silent(release1, tmp_path, name, rule, pairs, steps):
+    result = gt.judge(release1, tmp_path, pairs, steps)
+    assert result["truth"], "the patch was meant to change how a parked save plays on"
+    findings = json.loads(result["check"][1])["findings"]
+    assert any(f["rule"] == rule and f["severity"] in ("warning", "breaking")
+               for f in findings), findings

@@ -14,6 +14,7 @@ import attrs
 from ..errors import LoadError
 from . import resolve
 from .fields import FieldJudge
+from .inflight import InFlight
 from .model import LiveLocal
 from .typetext import normal_type, widened  # noqa: F401  (the checker's API)
 from .rules import BREAKING, RULES
@@ -62,6 +63,7 @@ class Checker:
         self.base, self.cur = base, current
         self.findings = []
         self.coroutine_names = {}     # baseline function -> the current one it resolves to
+        self.upgraded = {}            # field name -> a class whose upgrade hooks run
         self.alias_of = {}
         for name, entry in current.classes.items():
             for alias in entry.aliases:
@@ -165,6 +167,9 @@ class Checker:
         if old.strategy == "enum" and new.strategy == "enum":
             self.compare_members(stable, old, new)
         hooked = self.compare_versions(stable, old, new)
+        if hooked:      # fields whose old values the hooks may convert
+            for f in new.fields:
+                self.upgraded.setdefault(f.name, stable)
         if old.strategy == "instance" and new.strategy == "instance":
             self.compare_fields(stable, old, new, hooked)
 
@@ -311,6 +316,7 @@ class Checker:
     def compare_labels(self, function, old, new):
         detailed = self.base.detailed_coroutines
         self.compare_twins(function, old, new)
+        InFlight(self, function, old, new).run()
         if detailed:
             self.compare_live(function, "<start>", set(old.params or ()),
                               [LiveLocal(p) for p in new.params or ()], at(new), new)

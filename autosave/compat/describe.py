@@ -24,6 +24,7 @@ from ..model.registry import REGISTRY
 from ..model.schema import FieldDefault, schema_of
 from .collect import field_hints, inside, saveable_subclasses
 from .plain import init_attributes
+from .sourcefacts import derived_attributes, loops_at, loops_by_line
 from .model import (FORMAT, ClassEntry, CoroutineEntry, Default, FieldEntry, LabelEntry,
                     LiveLocal, Snapshot, UpgradeEntry, dumps)
 
@@ -196,18 +197,20 @@ def coroutine_entry(func, data):
                               for n, _, guarded, needed in p["live"])
             for p in data["points"]}
     labels = {}
+    loops = loops_by_line(func)
     for label, info in data["labels"].items():
+        source_line = start + info["line"] if start is not None else None
         labels[label] = LabelEntry(
             context=tuple(info["context"]), text=info["text"], line=info["line"],
-            index=info["index"],
-            source_line=start + info["line"] if start is not None else None,
-            live=live.get(label, ()))
+            index=info["index"], source_line=source_line, live=live.get(label, ()),
+            loops=loops_at(loops, source_line))
     return CoroutineEntry(
         function=f"{func.__module__}.{func.__qualname__}",
         labels=labels,
         file=relative_file(func.__module__),
         line=start,
-        params=tuple(sorted(set(data["params"]) | set(data["cells"]))))
+        params=tuple(sorted(set(data["params"]) | set(data["cells"]))),
+        derived=derived_attributes(func))
 
 
 def coroutine_entries(packages, labels=None):

@@ -16,12 +16,14 @@ Format history (``"autosave_manifest"``):
   ``file``/``line``/``params`` and per label ``source_line`` and ``live``.
 * 3: adds per class ``layout`` and ``generated``.
 * 4: adds per field ``old_names`` (``autosave.renamed_from``) and ``origin`` (where an
-  undeclared attribute was found: ``init``), per class ``reserved`` names and
-  ``covered_by`` (the classes a saved record of it may be: itself and its saveable
-  subclasses), per coroutine ``aliases`` and ``defaults`` (parameters with a default),
-  per label ``loops`` (the loop headers around the yield, for the loop-bound warning);
-  a label's ``live`` lists every local bound at the yield (what a frame saves there),
-  no longer only those read after it.
+  undeclared attribute was found: ``init``), per class ``reserved`` names,
+  ``covered_by`` (its subclasses: a field declared as the class may hold their records;
+  each has its own entry, version and hooks) and ``unjudged`` (why a plain class's
+  attributes are not all known), per coroutine ``aliases``, ``defaults`` (parameters
+  with a default) and ``derived`` (local -> the attributes its value is computed from),
+  per label ``loops`` (the loop headers around the yield); a label's ``live`` lists
+  every local saved at the yield with ``required`` (the code after it reads it) and
+  ``bound`` (bound for sure there, so every save holds it).
 """
 
 import json
@@ -181,6 +183,7 @@ class CoroutineEntry:
     params: tuple[str, ...] | None = None      # None: not recorded (format 1)
     aliases: tuple[str, ...] = ()
     defaults: tuple[str, ...] = ()   # parameters with a default value
+    derived: dict = attrs.field(factory=dict)   # local -> attributes it is computed from
 
     @property
     def where(self) -> tuple[str | None, int | None]:
@@ -200,6 +203,8 @@ class CoroutineEntry:
             out["aliases"] = list(self.aliases)
         if self.defaults:
             out["defaults"] = list(self.defaults)
+        if self.derived:
+            out["derived"] = {k: list(v) for k, v in self.derived.items()}
         return out
 
 
@@ -393,7 +398,13 @@ def _coroutine_entry(name, entry, source) -> CoroutineEntry:
                 for label, info in labels.items()},
         file=entry.get("file"), line=entry.get("line"), params=params,
         aliases=_str_list(entry.get("aliases", []), f"{where}.aliases", source),
-        defaults=_str_list(entry.get("defaults", []), f"{where}.defaults", source))
+        defaults=_str_list(entry.get("defaults", []), f"{where}.defaults", source),
+        derived=_derived(entry.get("derived", {}), f"{where}.derived", source))
+
+
+def _derived(value, where, source) -> dict:
+    _need(type(value) is dict, source, f"{where} must be an object")
+    return {k: _str_list(v, f"{where}[{k!r}]", source) for k, v in value.items()}
 
 
 def loads(text: str, source: str) -> Snapshot:

@@ -157,6 +157,18 @@ RULES = {r.id: r for r in [
          "identical yields are told apart by their order; a save parked at one may resume "
          "at another, a step early or late",
          "keep their number; yield a value of its own for a new pause"),
+    Rule("COROUTINE_LOCAL_FROM_UPGRADED", WARNING,
+         "a local saved at a kept label is computed from a field of a class whose upgrade "
+         "hooks run for old saves",
+         "the hook converts the field; the local keeps the value computed before",
+         "recompute the local after the yield, or convert it where the coroutine resumes"),
+    Rule("COROUTINE_YIELDS_REORDERED", WARNING,
+         "two kept resume points swapped places", "a save parked at one continues in the "
+         "new order", "check a save parked between them, or keep the order"),
+    Rule("COROUTINE_LOOP_CHANGED", WARNING,
+         "the header of a loop around a kept resume point changed (a bound, an iterable)",
+         "saves parked in the loop continue under the new header",
+         "check that a save parked in the loop still ends where it should"),
     Rule("COROUTINE_RENAMED", INFO,
          "a coroutine function was renamed and its old name is kept as a module-level "
          "alias", "saves naming the old function resolve through the alias", "-"),
