@@ -589,3 +589,12 @@ WARNED = [
       ("        if answer == \"no\":\n            offer -= 1\n",
        "        if answer == \"no\":\n            offer -= 100\n")], None),
 ]
+
+# Findings a patch must also produce (besides its verdict): what the gate says about it.
+ALSO_REPORTS = {
+    "base-version-bumped-hook-for-base-only": "UPGRADE_NOT_INHERITED",
+    "field-type-changed-hook-forgets": "FIELD_TYPE_CONVERTED_BY_HOOK",
+    "coroutine-renamed-alias-kept": "COROUTINE_RENAMED",
+    "field-renamed-declared": "FIELD_RENAMED",
+    "plain-attribute-added-class-default": "FIELD_ADDED",
+}

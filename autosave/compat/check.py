@@ -25,6 +25,7 @@ from .rules import BREAKING, RULES
 LOADER_CLASS_RULES = frozenset({
     "CLASS_REMOVED", "VERSION_DECREASED", "UPGRADE_MISSING", "FIELD_ADDED_NO_DEFAULT",
     "FIELD_NOW_SAVED_NO_DEFAULT", "ENUM_MEMBER_REMOVED", "LOAD_REFUSED"})
+LOADER_ASSET_RULES = frozenset({"ASSET_REMOVED", "LOAD_REFUSED"})
 LOADER_COROUTINE_RULES = frozenset({
     "COROUTINE_REMOVED", "COROUTINE_LABEL_REMOVED", "COROUTINE_LOCAL_MISSING",
     "LOAD_REFUSED"})
@@ -110,6 +111,8 @@ class Checker:
             names = {function, self.coroutine_names.get(function)}
             refusals += [(r, names, LOADER_COROUTINE_RULES)
                          for r in resolve.coroutine_refusals(function, entry)]
+        refusals += [(r, {r.name}, LOADER_ASSET_RULES)
+                     for r in resolve.asset_refusals(self.base.assets or ())]
         refused_names = set()
         for refusal, names, rules in refusals:
             refused_names |= {(n, r) for n in names for r in rules}
@@ -121,7 +124,8 @@ class Checker:
                          f"the loader refuses a record of {refusal.name} saved by the "
                          f"baseline: {message}", fix or None, in_baseline=True)
         for i, f in enumerate(self.findings):
-            decided = f.rule in LOADER_CLASS_RULES or f.rule in LOADER_COROUTINE_RULES
+            decided = (f.rule in LOADER_CLASS_RULES or f.rule in LOADER_COROUTINE_RULES
+                       or f.rule in LOADER_ASSET_RULES)
             if decided and f.severity == BREAKING and (f.name, f.rule) not in refused_names:
                 self.findings[i] = attrs.evolve(
                     f, rule="LOAD_ACCEPTED", fix="-",
@@ -170,6 +174,7 @@ class Checker:
         if hooked:      # fields whose old values the hooks may convert
             for f in new.fields:
                 self.upgraded.setdefault(f.name, stable)
+            self.hook_coverage(stable, old, new)
         if old.strategy == "instance" and new.strategy == "instance":
             self.compare_fields(stable, old, new, hooked)
 
@@ -240,6 +245,22 @@ class Checker:
                                   for v in missing))
             return False
         return True
+
+    def hook_coverage(self, stable, old, new):
+        """Hooks are registered per stable name: say which records they cover, and which
+        subclass records (held through a field declared as this class) they do not."""
+        left_out = []
+        for sub in new.covered_by:
+            before, now = self.base.classes.get(sub), self.cur.classes.get(sub)
+            if before is not None and now is not None and before.version == now.version:
+                left_out.append(f"{sub} (version {now.version})")
+        if left_out:
+            self.add("UPGRADE_NOT_INHERITED", stable, None, at(new),
+                     f"the upgrade hooks of {stable} run for {stable} records only; records "
+                     f"of its subclasses {', '.join(left_out)} are not upgraded",
+                     f"if the subclasses changed too, bump their versions and register "
+                     f"hooks for them (@autosave.upgrade('{left_out[0].split(' ')[0]}', "
+                     f"from_version=...))")
 
     def compare_fields(self, stable, old, new, hooked):
         FieldJudge(self, stable, old, new, hooked).run()

@@ -15,6 +15,7 @@ manifest rules and to ``verify``.
 
 import attrs
 
+from ..adapters import ADAPTERS_BY_NAME
 from ..adapters.callables import GLOBAL
 from ..coroutines.adapter import coroutine_spec, missing_local, resume_state
 from ..errors import IncompatibleSaveError, LoadError, UntrustedTypeError
@@ -57,6 +58,18 @@ def class_refusals(name: str, entry: ClassEntry) -> list[Refusal]:
                     out.append(Refusal(name, member, str(e)))
     finally:
         release_plans([plan])
+    return out
+
+
+def asset_refusals(asset_ids) -> list[Refusal]:
+    """What the loader refuses of a save's asset references (by id)."""
+    adapter = ADAPTERS_BY_NAME["autosave.asset"]
+    out = []
+    for asset_id in asset_ids:
+        try:
+            adapter.build([0, asset_id])
+        except REFUSALS as e:
+            out.append(Refusal(asset_id, None, str(e)))
     return out
 
 

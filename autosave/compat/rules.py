@@ -125,6 +125,11 @@ RULES = {r.id: r for r in [
          "missing",
          "loading an old save needs every hook from its version to the current one",
          "add @autosave.upgrade(NAME, from_version=V)"),
+    Rule("UPGRADE_NOT_INHERITED", WARNING,
+         "a class's version was bumped with hooks, and subclasses of it (which a field "
+         "declared as the class may hold) kept their version",
+         "hooks are per stable name: the subclasses' records are not upgraded",
+         "bump the subclasses' versions and register hooks for them if they changed too"),
     Rule("ENUM_MEMBER_REMOVED", BREAKING, "an enum member (or its name) is gone",
          "saves hold enum members by name",
          "keep the member; for a rename keep OLD = <the new member's value> as an alias"),
