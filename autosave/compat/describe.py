@@ -138,13 +138,14 @@ def class_entry(cls):
     if is_plain(cls, schema):
         found = init_attributes(cls)
         unjudged = None if found.judged else found.why
-        for name, attr_line in found.names.items():
-            if name in names or name in schema.transient:
-                continue
-            fields.append(FieldEntry(
-                name=name, type=type_text(hints[name]) if name in hints else None,
-                where="dict", transient=False, default=class_default(cls, name),
-                declared=False, line=attr_line, origin="init"))
+        for origin, found_names in (("init", found.names), ("method", found.elsewhere)):
+            for name, attr_line in found_names.items():
+                if name in names or name in schema.transient:
+                    continue
+                fields.append(FieldEntry(
+                    name=name, type=type_text(hints[name]) if name in hints else None,
+                    where="dict", transient=False, default=class_default(cls, name),
+                    declared=False, line=attr_line, origin=origin))
     aliases = sorted(k for k, v in REGISTRY.by_name.items() if v is cls and k != schema.name)
     _, line = source_lines(cls)
     enum = schema.strategy == "enum"     # saved by member name: removing one breaks saves
@@ -241,17 +242,13 @@ def coroutine_entries(packages, labels=None):
 def coroutine_aliases(spec):
     """Other module-level names the decorated function is bound to: a save naming one
     of them resolves to it (a function renamed, its old name kept)."""
+    from ..coroutines import SPECS
     module = sys.modules.get(spec.function.__module__)
-    factory = next((f for f, s in SPECS_of().items() if s is spec), None)
+    factory = next((f for f, s in SPECS.items() if s is spec), None)
     if module is None or factory is None:
         return []
     return sorted(f"{module.__name__}.{n}" for n, v in vars(module).items()
                   if v is factory and n != spec.qualname)
-
-
-def SPECS_of():
-    from ..coroutines import SPECS
-    return SPECS
 
 
 def package_assets(packages):

@@ -75,7 +75,7 @@ class FieldJudge:
     def needs_value(self, field):
         if field.transient or field.default is not None:
             return False
-        return field.declared or field.origin == "init"
+        return field.declared or field.origin in ("init", "method")
 
     def hook_note(self):
         bases = [n for n, e in self.c.cur.classes.items() if self.stable in e.covered_by
@@ -87,10 +87,13 @@ class FieldJudge:
 
     def added(self, name, field):
         needs = self.needs_value(field)
-        if needs and field.origin == "init":
+        if needs and field.origin in ("init", "method"):
+            how = ("in __init__ now; loads never run __init__, so every loaded "
+                   f"{self.stable} lacks it" if field.origin == "init" else
+                   f"by a method now (line {field.line}); a save made where that method "
+                   f"ran in an older build lacks it")
             self.add("ATTRIBUTE_ADDED_NO_DEFAULT", name, self.where(field),
-                     f"{self.stable}.{name} is set in __init__ now; loads never run __init__, "
-                     f"so every loaded {self.stable} lacks it",
+                     f"{self.stable}.{name} is set {how}",
                      f"give it a class-level default in the body of {self.stable} "
                      f"({name} = <its initial value>; for a mutable value, set it in "
                      f"__autosave_loaded__(self) instead)")

@@ -21,6 +21,7 @@ class InitAttributes:
     names: dict              # attribute -> source line of its first assignment
     judged: bool             # False: some attributes may be set in ways not read here
     why: str | None = None   # why not judged
+    elsewhere: dict = attrs.field(factory=dict)   # set by other methods only: -> line
 
 
 def _self_name(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
@@ -74,8 +75,28 @@ def _read(func, first_line: int) -> InitAttributes:
     return InitAttributes(names, why is None, why)
 
 
+def other_method_attributes(cls: type) -> dict:
+    """{attribute: line} assigned to ``self`` by the class's other methods (a ``start()``
+    setting ``self.timer``): a save made after that method ran holds them."""
+    out: dict = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object:
+            continue
+        for name, fn in vars(klass).items():
+            if name == "__init__" or not inspect.isfunction(fn):
+                continue
+            try:
+                _, first = inspect.getsourcelines(fn)
+            except (OSError, TypeError):
+                continue
+            for attr, line in _read(fn, first).names.items():
+                out.setdefault(attr, line)
+    return out
+
+
 def init_attributes(cls: type) -> InitAttributes:
-    """The attributes the ``__init__`` methods of ``cls`` and its Python bases assign."""
+    """The attributes the ``__init__`` methods of ``cls`` and its Python bases assign
+    (``elsewhere``: those only other methods assign)."""
     names: dict = {}
     judged, why = True, None
     for klass in reversed(cls.__mro__):
@@ -95,4 +116,5 @@ def init_attributes(cls: type) -> InitAttributes:
             names.setdefault(name, line)
         if not found.judged:
             judged, why = False, found.why
-    return InitAttributes(names, judged, why)
+    elsewhere = {k: v for k, v in other_method_attributes(cls).items() if k not in names}
+    return InitAttributes(names, judged, why, elsewhere)
