@@ -325,7 +325,9 @@ class Walk:
         self.total += max(extra - listed, 0)
 
     def members(self, path, i, rest_a, j, rest_b):
-        plain = lambda v: type(v) is not list and v is not ABSENT
+        def plain(v):
+            return type(v) is not list and v is not ABSENT
+
         values_a = [v for v in rest_a if plain(v)]
         _flood(values_a, self.a.which, i)
         a_set = {(type(v), v) for v in values_a}
@@ -337,7 +339,7 @@ class Walk:
                 dict.fromkeys(sorted({(type(v), v) for v in values_b}, key=_member_order)),
                 [v for v in rest_b if not plain(v)])
         b_set, refs_b = tables
-        for t, v in sorted(a_set.difference(b_set), key=_member_order):
+        for _, v in sorted(a_set.difference(b_set), key=_member_order):
             self.change(path, "member removed", self.show(self.a, v, i), None)
         self.only_in_b(a_set, b_set, lambda key, _: self.change(
             path, "member added", None, self.show(self.b, key[1], j)))

@@ -2,7 +2,7 @@
 
 import json
 
-from .rules import BREAKING, INFO, RULES, WARNING
+from .rules import BREAKING, INFO, WARNING
 
 ORDER = {BREAKING: 0, WARNING: 1, INFO: 2}
 
