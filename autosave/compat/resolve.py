@@ -18,12 +18,14 @@ import attrs
 from ..adapters import ADAPTERS_BY_NAME
 from ..adapters.callables import GLOBAL
 from ..coroutines.adapter import coroutine_spec, missing_local, resume_state
-from ..errors import IncompatibleSaveError, LoadError, UntrustedTypeError
+from ..errors import IncompatibleSaveError, LoadError
 from ..format.wire import STATE_FIELDS
 from ..loading.plans import EnumPlan, plan_for, release_plans
 from .model import ClassEntry, CoroutineEntry
 
-REFUSALS = (IncompatibleSaveError, UntrustedTypeError)
+# Whatever stops the loader is a refusal: its own errors, and anything else a class's
+# code raises while the loader inspects it (the gate fails closed, never crashes).
+REFUSALS = (LoadError, Exception)
 
 
 @attrs.frozen
@@ -92,7 +94,7 @@ def held_at(entry: CoroutineEntry) -> dict[str, set[str] | None]:
 def coroutine_refusals(function: str, entry: CoroutineEntry) -> list[Refusal]:
     try:
         spec = resolve_coroutine(function)
-    except LoadError as e:
+    except REFUSALS as e:
         return [Refusal(function, None, str(e))]
     out = []
     for label, held in held_at(entry).items():
