@@ -395,7 +395,8 @@ PATCHES = [
      [("    coins: int = 0\n", "    coins: int = 0\n    rep: int = attrs.field(kw_only=True)\n"),
       ('Merchant("tom", stock=', 'Merchant("tom", rep=3, stock='),
       (MERCHANT_VIEW, MERCHANT_VIEW + '        out["rep"] = npc.rep\n')], None, True),
-    ("base-version-bumped-hook-for-base-only", True,
+    # hooks resolve per concrete class: Npc's hook upgrades Merchant records too
+    ("base-version-bumped-hook-for-base-only", False,
      [(NPC_END, NPC_END + "    level: int = attrs.field(kw_only=True)\n"),
       ("@attrs.define\nclass Npc:", "@autosave.saveable(version=2)\n@attrs.define\nclass Npc:"),
       ("\n\n@attrs.define\nclass Merchant",
@@ -539,8 +540,6 @@ FIXES = [
      "field-added-no-default-fixed"),
     ("subclass-field-added-no-default", "FIELD_ADDED_NO_DEFAULT", "give rep a default",
      "subclass-field-added-default"),
-    ("base-version-bumped-hook-for-base-only", "FIELD_ADDED_NO_DEFAULT",
-     "give level a default", "base-version-bumped-fixed"),
     ("field-renamed", "FIELD_PROBABLY_RENAMED",
      "declare the old name: gold = attrs.field(..., metadata=autosave.renamed_from('coins'))",
      "field-renamed-declared"),
@@ -592,7 +591,7 @@ WARNED = [
 
 # Findings a patch must also produce (besides its verdict): what the gate says about it.
 ALSO_REPORTS = {
-    "base-version-bumped-hook-for-base-only": "UPGRADE_NOT_INHERITED",
+    "base-version-bumped-hook-for-base-only": "FIELD_ADDED",
     "field-type-changed-hook-forgets": "FIELD_TYPE_CONVERTED_BY_HOOK",
     "coroutine-renamed-alias-kept": "COROUTINE_RENAMED",
     "field-renamed-declared": "FIELD_RENAMED",
@@ -609,3 +608,18 @@ PATCHES += [
        '"stats": (getattr(world.stats, "last", None) if world.stats.visited else "-", '
        'world.stats.kills,')], None, False),
 ]
+
+PATCHES += [
+    # a subclass with a version of its own keeps its own hooks: Npc's do not run for it
+    ("base-version-bumped-subclass-pinned", True,
+     [(NPC_END, NPC_END + "    level: int = attrs.field(kw_only=True)\n"),
+      ("@attrs.define\nclass Npc:", "@autosave.saveable(version=2)\n@attrs.define\nclass Npc:"),
+      ("\n\n@attrs.define\nclass Merchant",
+       "\n\n@autosave.upgrade('gtgame.Npc', from_version=1)\ndef npc_v1(fields):\n"
+       "    fields['level'] = 1\n    return fields\n\n\n@autosave.saveable(version=1)\n"
+       "@attrs.define\nclass Merchant"),
+      (NEW_NPCS, '    guard = Npc("guard", level=1)\n    tom = Merchant("tom", level=1, '
+                 'stock={"sword": 1, "shield": 2})\n'),
+      ('"steps": npc.steps,', '"steps": npc.steps, "level": npc.level,')], None, False),
+]
+ALSO_REPORTS["base-version-bumped-subclass-pinned"] = "UPGRADE_NOT_INHERITED"

@@ -22,6 +22,7 @@ import attrs
 
 from ..model.registry import REGISTRY
 from ..model.schema import FieldDefault, schema_of
+from ..model.upgrades import hook_for
 from .collect import field_hints, inside, saveable_subclasses
 from .plain import init_attributes
 from .sourcefacts import derived_attributes, loops_at, loops_by_line
@@ -106,10 +107,15 @@ def def_line(lines, first):
     return first
 
 
-def upgrade_entries(stable):
+def upgrade_entries(schema):
+    """The hooks a record of the class goes through (its own, else its nearest base's,
+    per version: ``model.upgrades.hook_for``), and its own unreachable ones."""
+    found = {v: hook_for(schema, v) for v in range(1, schema.version)}
+    found.update({v: h for (name, v), h in REGISTRY.upgrades.items()
+                  if name == schema.name and v >= schema.version})
     out = []
-    for (name, version), hook in sorted(REGISTRY.upgrades.items(), key=lambda kv: kv[0][1]):
-        if name != stable:
+    for version, hook in sorted(found.items(), key=lambda vh: vh[0]):
+        if hook is None:
             continue
         module = getattr(hook, "__module__", None) or "?"
         _, line = source_lines(hook)
@@ -162,7 +168,7 @@ def class_entry(cls):
         fingerprint=schema.fingerprint,
         file=relative_file(cls.__module__),
         line=line,
-        upgrades=upgrade_entries(schema.name),
+        upgrades=upgrade_entries(schema),
         members=tuple(cls.__members__) if enum else None,
         member_lines=member_lines(cls, cls.__members__) if enum else {},
         covered_by=tuple(sorted(schema_of(c).name for c in saveable_subclasses(cls))),
