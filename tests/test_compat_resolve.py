@@ -93,3 +93,18 @@ def test_a_refusal_no_rule_explains_is_load_refused(tmp_path):
     refused = [f for f in findings if f.rule == "LOAD_REFUSED"]
     assert refused and refused[0].breaking and "no default" in refused[0].message
     assert autosave  # the package is imported: the loader sees the classes
+
+
+def test_a_class_saved_through_reduce_is_judged_by_its_name_only(tmp_path):
+    m = load(tmp_path, SOURCE + '''
+
+class Point:
+    def __init__(self, x):
+        self.x = x
+
+    def __reduce__(self):
+        return (Point, (self.x,))
+''')
+    entry = ClassEntry(path=f"{m.__name__}.Point", version=1, strategy="reduce")
+    assert resolve.class_refusals(f"{m.__name__}.Point", entry) == []
+    assert resolve.class_refusals(f"{m.__name__}.Gone", entry)

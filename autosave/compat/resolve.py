@@ -46,6 +46,13 @@ def saved_fields(entry: ClassEntry) -> list[str]:
 
 def class_refusals(name: str, entry: ClassEntry) -> list[Refusal]:
     """What the loader refuses of a baseline record of class ``name`` (empty: none)."""
+    if entry.strategy not in ("instance", "state", "enum"):
+        # saved through __reduce__: the record names the class as a global
+        try:
+            GLOBAL.build([0, name])
+        except REFUSALS as e:
+            return [Refusal(name, None, str(e))]
+        return []
     try:
         plan = plan_for(0, [name, entry.version, saved_fields(entry)])
     except REFUSALS as e:
