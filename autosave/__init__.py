@@ -26,14 +26,14 @@ from .log import (Bookmark, CheckpointLog, LogClosedError, LogForkedError, LogLo
                   StepOrderError)
 from .runs import CheckpointError, RunCheckpoint, ShardReceipt
 from .model.registry import allow, asset, assets, save_root, saveable, upgrade
-from .model.schema import transient
+from .model.schema import renamed_from, transient
 from .model.reconstructors import reconstructor
 from .model.extend import register
 from .model.adapters.base import Adapter, register_adapter
 from .coroutines import coroutine        # also registers the coroutine record type
 
 __all__ = [
-    "save_root", "saveable", "transient", "upgrade", "asset", "assets", "allow", "coroutine",
+    "save_root", "saveable", "transient", "renamed_from", "upgrade", "asset", "assets", "allow", "coroutine",
     "register", "Adapter", "register_adapter", "reconstructor",
     "dumps", "loads", "save", "load", "dump", "copy",
     "CheckpointLog", "Position", "Bookmark", "LogLockedError", "LogUnusableError",

@@ -79,7 +79,7 @@ def test_manifest_describes_fields_types_defaults_and_fingerprints():
     files = codegen.outputs(["game"], None)
     manifest = json.loads(next(t for p, t in files.items() if p.suffix == ".json"))
     assert "coroutines" not in manifest      # the demo has none
-    assert manifest["autosave_manifest"] == 3
+    assert manifest["autosave_manifest"] == 4
     npc = manifest["classes"]["game.model.NPC"]
     fields = {f["name"]: f for f in npc["fields"]}
     assert fields["bag"]["type"] == "list[game.model.ItemTemplate]"

@@ -145,7 +145,7 @@ def test_types_compare_by_stable_name_so_a_moved_class_is_the_same_type(tmp_path
     (b"{not json", "not valid JSON"),
     (b"[]", "a snapshot is a JSON object"),
     (b"{}", "not an autosave manifest"),
-    (b'{"autosave_manifest": 4}', "manifest format 4 is not one this autosave reads"),
+    (b'{"autosave_manifest": 5}', "manifest format 5 is not one this autosave reads"),
     (b'{"autosave_manifest": 2, "classes": []}', '"classes" must be an object'),
     (b'{"autosave_manifest": 2, "classes": {"a.B": {"class": "a.B", "version": 0, '
      b'"strategy": "instance"}}}', "classes['a.B'].version must be an int >= 1"),
@@ -356,3 +356,69 @@ def test_a_changed_builtin_base_is_a_changed_kind(tmp_path, capsys, old_base, ne
     assert status == (1 if breaking else 0)
     assert [f["rule"] for f in report["findings"]] == (["CLASS_KIND_CHANGED"] if breaking
                                                         else [])
+
+
+def test_a_config_severity_overrides_a_rule(tmp_path, capsys):
+    current = release()
+    del current["classes"]["shop.Item"]["fields"][1]          # price removed: info
+    status, report, _ = check(tmp_path, capsys, release(), current)
+    assert status == 0
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.autosave.compat]\nseverity = {FIELD_REMOVED = "breaking"}\n')
+    status, out, _ = run(["compat", "check", write(tmp_path / "c.json", current),
+                          "--baseline", write(tmp_path / "b.json", release()),
+                          "--config", str(tmp_path / "pyproject.toml"), "--format", "json"],
+                         capsys)
+    found = json.loads(out)["findings"]
+    assert status == 1 and [(f["rule"], f["severity"]) for f in found] == [
+        ("FIELD_REMOVED", "breaking")]
+
+
+@pytest.mark.parametrize("toml, message", [
+    ('severity = {NOPE = "breaking"}', "unknown rule 'NOPE'"),
+    ('severity = {FIELD_REMOVED = "fatal"}', "must be one of breaking, warning, info"),
+    ('forward = "yes"', "forward must be true or false"),
+])
+def test_a_bad_severity_or_forward_setting_is_exit_2(tmp_path, capsys, toml, message):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.autosave.compat]\n{toml}\n")
+    status, _, err = run(["compat", "check", write(tmp_path / "c.json", release()),
+                          "--baseline", write(tmp_path / "b.json", release()),
+                          "--config", str(tmp_path / "pyproject.toml")], capsys)
+    assert status == 2 and message in err
+
+
+def test_forward_mode_judges_the_older_build_reading_newer_saves(tmp_path, capsys):
+    current = release()
+    current["classes"]["shop.Item"]["fields"].append(field("weight", default={"value": 1}))
+    current["assets"] = ["items/potion", "items/elixir"]
+    status, report, _ = check(tmp_path, capsys, release(), current)
+    assert status == 0                     # backward: a field with a default, an asset
+    status, report, _ = check(tmp_path, capsys, release(), current, "--forward")
+    forward = [f for f in report["findings"] if f["forward"]]
+    assert status == 1
+    # release 1 reading a newer save: it lacks the asset; the extra field is dropped
+    assert {(f["rule"], f["breaking"]) for f in forward} >= {("ASSET_REMOVED", True),
+                                                            ("FIELD_REMOVED", False)}
+    assert all(not f["forward"] for f in report["findings"] if f["rule"] == "ASSET_ADDED")
+
+
+def test_a_field_gone_and_one_new_of_its_type_is_a_probable_rename(tmp_path, capsys):
+    current = release()
+    current["classes"]["shop.Item"]["fields"][1] = field("cost", default={"value": 0})
+    status, report, _ = check(tmp_path, capsys, release(), current)
+    (found,) = [f for f in report["findings"] if f["breaking"]]
+    assert status == 1 and found["rule"] == "FIELD_PROBABLY_RENAMED"
+    assert found["fix"].startswith("declare the old name: cost = attrs.field(..., "
+                                   "metadata=autosave.renamed_from('price'))")
+    # declared: a rename; reserved: two unrelated fields
+    current["classes"]["shop.Item"]["fields"][1]["old_names"] = ["price"]
+    status, report, _ = check(tmp_path, capsys, release(), current)
+    assert status == 0 and [f["rule"] for f in report["findings"]] == ["FIELD_RENAMED"]
+    del current["classes"]["shop.Item"]["fields"][1]["old_names"]
+    current["classes"]["shop.Item"]["reserved"] = ["price"]
+    status, report, _ = check(tmp_path, capsys, release(), current)
+    assert status == 0
+    assert sorted(f["rule"] for f in report["findings"]) == ["FIELD_ADDED", "FIELD_REMOVED"]
+    current["classes"]["shop.Item"]["fields"].append(field("price"))
+    status, report, _ = check(tmp_path, capsys, release(), current)
+    assert "RESERVED_NAME_REUSED" in {f["rule"] for f in report["findings"] if f["breaking"]}

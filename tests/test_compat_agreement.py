@@ -208,7 +208,7 @@ PATCHES = [
      replace(("    total = 0\n", "    tally = 0\n"), ("total += got", "tally += got")), {}),
     ("coroutine-local-removed", None,
      replace(("    total = 0\n", ""), ("        total += got or 0\n", "")), {}),
-    ("coroutine-parameter-added", "COROUTINE_LOCAL_MISSING",
+    ("coroutine-parameter-added-with-default", None,
      replace(("def patrol(route):", "def patrol(route, speed=1):"),
              ("steps += 1", "steps += speed")), {}),
     ("coroutine-undecorated", "COROUTINE_REMOVED",

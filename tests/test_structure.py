@@ -198,3 +198,12 @@ def test_no_import_cycles_between_folders():
         targets.discard(here)
     found = cycles(graph)
     assert not found, "folders importing each other: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_autosave_never_imports_its_build_tool():
+    """The runtime library is what a game ships; codegen imports autosave, never the
+    other way round (a function-level import counts too)."""
+    offenders = sorted(name for name, targets in import_graph().items()
+                       if name.split(".")[0] == "autosave"
+                       and any(t.split(".")[0] == "autosave_codegen" for t in targets))
+    assert not offenders, f"autosave modules importing autosave_codegen: {offenders}"

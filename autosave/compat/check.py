@@ -9,11 +9,26 @@ found by name, assets by id, coroutines by function, label and live locals. docs
 states each rule; the repository's test suite holds the checker to the loader.
 """
 
-import re
-
 import attrs
 
+from ..errors import LoadError
+from . import resolve
+from .fields import FieldJudge
+from .inflight import InFlight
+from .model import LiveLocal
+from .typetext import normal_type, widened  # noqa: F401  (the checker's API)
 from .rules import BREAKING, RULES
+
+# The rules whose verdict the load decides (resolve.py asks it): a class found by name,
+# its version and hook chain, its fields and members; a coroutine's function, labels
+# and locals.
+LOADER_CLASS_RULES = frozenset({
+    "CLASS_REMOVED", "VERSION_DECREASED", "UPGRADE_MISSING", "FIELD_ADDED_NO_DEFAULT",
+    "FIELD_NOW_SAVED_NO_DEFAULT", "ENUM_MEMBER_REMOVED", "LOAD_REFUSED"})
+LOADER_ASSET_RULES = frozenset({"ASSET_REMOVED", "LOAD_REFUSED"})
+LOADER_COROUTINE_RULES = frozenset({
+    "COROUTINE_REMOVED", "COROUTINE_LABEL_REMOVED", "COROUTINE_LOCAL_MISSING",
+    "LOAD_REFUSED"})
 
 
 @attrs.frozen
@@ -28,10 +43,12 @@ class Finding:
     baseline: str
     in_baseline: bool = False
     allowed: str | None = None     # the --allow entry or config section that accepted it
+    override: str | None = None    # the severity the config gives the rule, if any
+    forward: bool = False          # judged the other way: an older build, a newer save
 
     @property
     def severity(self):
-        return RULES[self.rule].severity
+        return self.override or RULES[self.rule].severity
 
     @property
     def breaking(self):
@@ -42,58 +59,15 @@ class Finding:
         return f"{self.name}.{self.member}" if self.member is not None else self.name
 
 
-_TOKEN = re.compile(r"[A-Za-z_][\w.]*")
-
-
-def normal_type(text, classes, renamed=None):
-    """A declared type's text with each class path replaced by its stable name (and a
-    baseline's stable name by the current one it matched, ``renamed``), so a class
-    moved or renamed under an alias is the same type."""
-    if text is None:
-        return None
-    renamed = renamed or {}
-    paths = {entry["class"]: renamed.get(name, name) for name, entry in classes.items()}
-    return _TOKEN.sub(lambda m: paths.get(m.group(0), m.group(0)), text)
-
-
-def union_members(text):
-    """The top-level alternatives of a type text: 'list[int | None] | str' -> 2."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    out.append(text[start:].strip())
-    return out
-
-
-ANYTHING = {"object", "typing.Any"}
-# A value of the key type is accepted where a field declares one of the values
-# (PEP 484's numeric tower, and bool being an int).
-ACCEPTED_BY = {"int": {"float", "complex"}, "float": {"complex"}, "bool": {"int", "float",
-                                                                             "complex"}}
-
-
-def widened(old, new):
-    """Whether every value the old declared type allows, the new one allows too."""
-    new_members = set(union_members(new))
-    if new_members & ANYTHING:
-        return True
-    return all(m in new_members or ACCEPTED_BY.get(m, set()) & new_members
-               for m in union_members(old))
-
-
 class Checker:
     def __init__(self, base, current):
         self.base, self.cur = base, current
         self.findings = []
+        self.coroutine_names = {}     # baseline function -> the current one it resolves to
+        self.upgraded = {}            # field name -> a class whose upgrade hooks run
         self.alias_of = {}
         for name, entry in current.classes.items():
-            for alias in entry.get("aliases", []):
+            for alias in entry.aliases:
                 self.alias_of.setdefault(alias, name)
 
     def add(self, rule, name, member, where, message, fix=None, in_baseline=False):
@@ -116,20 +90,56 @@ class Checker:
         for name, entry in self.cur.classes.items():
             if name not in matched:
                 self.add("CLASS_ADDED", name, None, at(entry),
-                         f"new class {name} ({entry['class']})", "-")
+                         f"new class {name} ({entry.path})", "-")
         self.compare_assets()
         self.compare_coroutines()
         self.compare_trust()
+        if self.cur.live:
+            self.judge_by_loader()
         return self.findings
+
+    # -- the loader's verdict ------------------------------------------------------------
+
+    def judge_by_loader(self):
+        """Hold every verdict the load decides to the load's own decision: a refusal no
+        rule explained is LOAD_REFUSED; a rule's break the loader accepts is LOAD_ACCEPTED."""
+        refusals = []
+        for name, entry in self.base.classes.items():
+            refusals += [(r, {name, self.renamed.get(name)}, LOADER_CLASS_RULES)
+                         for r in resolve.class_refusals(name, entry)]
+        for function, entry in self.base.coroutines.items():
+            names = {function, self.coroutine_names.get(function)}
+            refusals += [(r, names, LOADER_COROUTINE_RULES)
+                         for r in resolve.coroutine_refusals(function, entry)]
+        refusals += [(r, {r.name}, LOADER_ASSET_RULES)
+                     for r in resolve.asset_refusals(self.base.assets or ())]
+        refused_names = set()
+        for refusal, names, rules in refusals:
+            refused_names |= {(n, r) for n in names for r in rules}
+            explained = any(f.name in names and f.rule in rules and f.severity == BREAKING
+                            for f in self.findings)
+            if not explained:
+                message, _, fix = refusal.message.partition("; ")
+                self.add("LOAD_REFUSED", refusal.name, refusal.member, (None, None),
+                         f"the loader refuses a record of {refusal.name} saved by the "
+                         f"baseline: {message}", fix or None, in_baseline=True)
+        for i, f in enumerate(self.findings):
+            decided = (f.rule in LOADER_CLASS_RULES or f.rule in LOADER_COROUTINE_RULES
+                       or f.rule in LOADER_ASSET_RULES)
+            if decided and f.severity == BREAKING and (f.name, f.rule) not in refused_names:
+                self.findings[i] = attrs.evolve(
+                    f, rule="LOAD_ACCEPTED", fix="-",
+                    message=f"{f.message} -- but the loader accepts every record of the "
+                            f"baseline, so this is not a break ({f.rule})")
 
     # -- classes -------------------------------------------------------------------------
 
     def match_class(self, name, entry):
         if name in self.cur.classes:
             current = self.cur.classes[name]
-            if current["class"] != entry["class"]:
+            if current.path != entry.path:
                 self.add("CLASS_MOVED", name, None, at(current),
-                         f"{entry['class']} is {current['class']} now; saves hold its stable "
+                         f"{entry.path} is {current.path} now; saves hold its stable "
                          f"name {name!r}, which is kept", "-")
             return name
         if name in self.alias_of:
@@ -139,7 +149,7 @@ class Checker:
                      f"{name!r}", "-")
             return stable
         self.add("CLASS_REMOVED", name, None, at(entry), (
-            f"class {name} ({entry['class']}, {where_text(entry)} in the baseline) is gone: "
+            f"class {name} ({entry.path}, {where_text(entry)} in the baseline) is gone: "
             f"neither a class's stable name nor an alias is {name!r}, so saves holding one "
             f"stop loading"),
             f"keep the class, or add aliases=({name!r},) to the @autosave.saveable of the "
@@ -147,26 +157,31 @@ class Checker:
         return None
 
     def compare_class(self, name, old, stable, new):
-        for alias in old.get("aliases", []):
-            if alias != stable and alias not in new.get("aliases", []):
+        for alias in old.aliases:
+            if alias != stable and alias not in new.aliases:
                 self.add("ALIAS_REMOVED", stable, alias, at(new),
                          f"{stable} no longer has the alias {alias!r}",
                          f"keep aliases=({alias!r}, ...) while saves naming it may exist")
-        if old.get("root") and not new.get("root"):
+        if old.root and not new.root:
             self.add("ROOT_REMOVED", stable, None, at(new), f"{stable} is no longer a "
                      f"@save_root")
-        elif new.get("root") and not old.get("root"):
+        elif new.root and not old.root:
             self.add("ROOT_ADDED", stable, None, at(new), f"{stable} is a @save_root now", "-")
         self.compare_strategy(stable, old, new)
-        if old["strategy"] == "enum" and new["strategy"] == "enum":
+        if old.strategy == "enum" and new.strategy == "enum":
             self.compare_members(stable, old, new)
         hooked = self.compare_versions(stable, old, new)
-        if old["strategy"] == "instance" and new["strategy"] == "instance":
+        if hooked:      # fields whose old values the hooks may convert
+            for f in new.fields:
+                self.upgraded.setdefault(f.name, stable)
+            self.hook_coverage(stable, old, new)
+        if old.strategy == "instance" and new.strategy == "instance":
             self.compare_fields(stable, old, new, hooked)
 
     def compare_strategy(self, stable, old, new):
-        before, now = old["strategy"], new["strategy"]
-        old_base, new_base = old.get("base", new.get("base")), new.get("base")
+        before, now = old.strategy, new.strategy
+        old_base = old.base if old.base_recorded else new.base
+        new_base = new.base
         # A record of a class extending a builtin carries its value or items after the
         # fields; only list, dict and set fill from none.
         if before == now == "instance" and old_base != new_base and not (
@@ -188,9 +203,9 @@ class Checker:
                      f"records cannot be read the new way")
 
     def compare_members(self, stable, old, new):
-        now = new.get("members", [])
-        lines = new.get("member_lines", {})
-        for member in old.get("members", []):
+        now = new.members or ()
+        lines = new.member_lines
+        for member in old.members or ():
             if member not in now:
                 self.add("ENUM_MEMBER_REMOVED", stable, member, at(new),
                          f"enum {stable} has no member {member!r} any more; saves hold "
@@ -198,14 +213,20 @@ class Checker:
                          f"keep {member}, or for a rename keep {member} = <the new member's "
                          f"value> as an alias")
         for member in now:
-            if member not in old.get("members", []):
+            if member in new.reserved:
+                self.add("RESERVED_NAME_REUSED", stable, member,
+                         (new.file, lines.get(member, new.line)),
+                         f"enum {stable} has a member {member!r}, a name it reserves "
+                         f"(__autosave_reserved__): saves may hold the old member of that "
+                         f"name", "give the member another name")
+            if member not in (old.members or ()):
                 self.add("ENUM_MEMBER_ADDED", stable, member,
-                         (new.get("file"), lines.get(member, new.get("line"))),
+                         (new.file, lines.get(member, new.line)),
                          f"enum {stable} has a new member {member!r}", "-")
 
     def compare_versions(self, stable, old, new):
         """Whether hooks run when an old save of this class loads (a complete chain)."""
-        before, now = old["version"], new["version"]
+        before, now = old.version, new.version
         if now < before:
             self.add("VERSION_DECREASED", stable, None, at(new),
                      f"{stable} is version {now}, the baseline's is {before}: saves of "
@@ -213,7 +234,7 @@ class Checker:
             return False
         if now == before:
             return False
-        hooks = {u["from"] for u in new.get("upgrades", [])}
+        hooks = {u.from_version for u in new.upgrades}
         missing = [v for v in range(before, now) if v not in hooks]
         if missing:
             self.add("UPGRADE_MISSING", stable, None, at(new),
@@ -225,64 +246,30 @@ class Checker:
             return False
         return True
 
+    def hook_coverage(self, stable, old, new):
+        """Hooks are registered per stable name: say which records they cover, and which
+        subclass records (held through a field declared as this class) they do not."""
+        left_out = []
+        for sub in new.covered_by:
+            before, now = self.base.classes.get(sub), self.cur.classes.get(sub)
+            if before is not None and now is not None and before.version == now.version:
+                left_out.append(f"{sub} (version {now.version})")
+        if left_out:
+            self.add("UPGRADE_NOT_INHERITED", stable, None, at(new),
+                     f"the upgrade hooks of {stable} run for {stable} records only; records "
+                     f"of its subclasses {', '.join(left_out)} are not upgraded",
+                     f"if the subclasses changed too, bump their versions and register "
+                     f"hooks for them (@autosave.upgrade('{left_out[0].split(' ')[0]}', "
+                     f"from_version=...))")
+
     def compare_fields(self, stable, old, new, hooked):
-        before = {f["name"]: f for f in old.get("fields", [])}
-        now = {f["name"]: f for f in new.get("fields", [])}
-        version = f"version {old['version']}"
-        for name, field in now.items():
-            where = (new.get("file"), field.get("line") or new.get("line"))
-            prior = before.get(name)
-            needs_value = field.get("declared", True) and not field["transient"] \
-                and field.get("default") is None
-            if prior is None:
-                if needs_value and not hooked:
-                    self.add("FIELD_ADDED_NO_DEFAULT", stable, name, where,
-                             f"{stable}.{name} is new and has no default; saves of "
-                             f"{version} do not hold it",
-                             f"give {name} a default, or bump the version and add "
-                             f"@autosave.upgrade({stable!r}, from_version="
-                             f"{old['version']}) setting fields[{name!r}]")
-                elif not field["transient"]:
-                    how = ("the upgrade hooks must set it" if needs_value
-                           else "old saves get its default")
-                    self.add("FIELD_ADDED", stable, name, where,
-                             f"{stable}.{name} is new; {how}", "-")
-                continue
-            if prior["transient"] and not field["transient"]:
-                if needs_value and not hooked:
-                    self.add("FIELD_NOW_SAVED_NO_DEFAULT", stable, name, where,
-                             f"{stable}.{name} was transient and is saved now, without a "
-                             f"default; saves of {version} do not hold it",
-                             f"give {name} a default, or bump the version and add an "
-                             f"upgrade hook setting it")
-                else:
-                    self.add("FIELD_NOW_SAVED", stable, name, where,
-                             f"{stable}.{name} was transient and is saved now", "-")
-            elif field["transient"] and not prior["transient"]:
-                self.add("FIELD_NOW_TRANSIENT", stable, name, where,
-                         f"{stable}.{name} is transient now; the value saves of {version} "
-                         f"hold for it is discarded")
-            if prior["transient"] or field["transient"]:
-                continue
-            old_type = normal_type(prior.get("type"), self.base.classes, self.renamed)
-            new_type = normal_type(field.get("type"), self.cur.classes)
-            if old_type is None or new_type is None or old_type == new_type:
-                continue
-            if widened(old_type, new_type):
-                self.add("FIELD_TYPE_WIDENED", stable, name, where,
-                         f"{stable}.{name}: {old_type} -> {new_type} accepts every old "
-                         f"value", "-")
-            elif not hooked:
-                self.add("FIELD_TYPE_CHANGED", stable, name, where,
-                         f"{stable}.{name} was declared {old_type} and is {new_type} now; "
-                         f"saves of {version} hold {old_type} values",
-                         f"bump the version of {stable} and add @autosave.upgrade("
-                         f"{stable!r}, from_version={old['version']}) converting "
-                         f"fields[{name!r}], or declare {new_type} | {old_type}")
-        for name, prior in before.items():
-            if name not in now and not prior["transient"]:
-                self.add("FIELD_REMOVED", stable, name, at(new),
-                         f"{stable}.{name} is gone; its saved values are dropped on load", "-")
+        FieldJudge(self, stable, old, new, hooked).run()
+        if new.unjudged is not None:
+            self.add("CLASS_NOT_JUDGED", stable, None, at(new),
+                     f"the attributes of {stable} are not all known: {new.unjudged}; "
+                     f"attributes it gains are not checked",
+                     f"set the attributes of {stable} by plain assignments in __init__ "
+                     f"(self.name = ...), or give it attrs fields")
 
     # -- assets, coroutines, trust -------------------------------------------------------
 
@@ -305,11 +292,30 @@ class Checker:
             self.add("ASSET_ADDED", asset_id, None, (None, None),
                      f"new asset {asset_id!r}", "-")
 
+    def current_coroutine(self, function):
+        """The current entry of a baseline coroutine: by name, or (when the code is
+        imported) by what the loader resolves the name to, an alias kept at module level
+        for a renamed function."""
+        new = self.cur.coroutines.get(function)
+        if new is not None or not self.cur.live:
+            return new
+        try:
+            spec = resolve.resolve_coroutine(function)
+        except LoadError:
+            return None
+        new = self.cur.coroutines.get(spec.qualified_name)
+        if new is not None:
+            self.coroutine_names[function] = spec.qualified_name
+            self.add("COROUTINE_RENAMED", function, None, new.where,
+                     f"coroutine {function} is {spec.qualified_name} now; saves load "
+                     f"through the module-level alias {function!r}", "-")
+        return new
+
     def compare_coroutines(self):
         if self.base.coroutines and not self.base.detailed_coroutines:
             self.incomplete("the locals live at each coroutine label")
         for function, old in self.base.coroutines.items():
-            new = self.cur.coroutines.get(function)
+            new = self.current_coroutine(function)
             if new is None:
                 self.add("COROUTINE_REMOVED", function, None, at(old),
                          f"coroutine {function} ({where_text(old)} in the baseline) is no "
@@ -317,50 +323,79 @@ class Checker:
                          f"coroutines stop loading", in_baseline=True)
                 continue
             self.compare_labels(function, old, new)
+        renamed = {v: k for k, v in self.coroutine_names.items()}
         for function, new in self.cur.coroutines.items():
-            if function not in self.base.coroutines:
+            old_name = renamed.get(function, function)
+            if old_name not in self.base.coroutines:
                 continue
-            for label, info in new["labels"].items():
-                if label not in self.base.coroutines[function]["labels"]:
+            for label, info in new.labels.items():
+                if label not in self.base.coroutines[old_name].labels:
                     self.add("COROUTINE_LABEL_ADDED", function, label,
-                             (new.get("file"), info.get("source_line")),
+                             (new.file, info.source_line),
                              f"coroutine {function} has a new resume point {label!r}", "-")
 
     def compare_labels(self, function, old, new):
         detailed = self.base.detailed_coroutines
+        self.compare_twins(function, old, new)
+        InFlight(self, function, old, new).run()
         if detailed:
-            self.compare_live(function, "<start>", set(old.get("params", [])),
-                              [{"name": p, "required": True} for p in new.get("params", [])],
-                              at(new))
-        for label, info in old["labels"].items():
-            now = new["labels"].get(label)
+            self.compare_live(function, "<start>", set(old.params or ()),
+                              [LiveLocal(p) for p in new.params or ()], at(new), new)
+        for label, info in old.labels.items():
+            now = new.labels.get(label)
             if now is None:
-                text = info.get("text", label)
+                text = info.text or label
                 self.add("COROUTINE_LABEL_REMOVED", function, label, at(new),
                          f"coroutine {function} no longer has the resume point {label!r}: "
-                         f"`{text}` at {old.get('file')}:{info.get('source_line')} in the "
+                         f"`{text}` at {old.file}:{info.source_line} in the "
                          f"baseline; a save parked there cannot resume",
                          f"restore `{text}` (same statement, same enclosing blocks) in "
                          f"{function}")
             elif detailed:
-                self.compare_live(function, label, {v["name"] for v in info.get("live", [])},
-                                  now.get("live", []), (new.get("file"), now.get("source_line")))
+                # what every save parked there holds: the locals bound there for sure
+                held = {v.name for v in info.live or () if v.held}
+                self.compare_live(function, label, held, now.live or (),
+                                  (new.file, now.source_line), new)
 
-    def compare_live(self, function, label, before, now, where):
+    def compare_live(self, function, label, before, now, where, new):
         for local in now:
-            if local["required"] and local["name"] not in before:
-                self.add("COROUTINE_LOCAL_MISSING", function, local["name"], where,
-                         f"coroutine {function} at {label!r} needs the local "
-                         f"{local['name']!r}, which saves parked there do not hold",
-                         f"keep the old name of {local['name']!r} at {label!r}, or bind it "
-                         f"after the yield")
+            if not local.required or local.name in before or local.name in new.defaults:
+                continue
+            if local.name in (new.params or ()):
+                fix = (f"give the parameter {local.name!r} a default (def ...({local.name}="
+                       f"...)): saves that lack it get the default on load")
+            else:
+                fix = (f"keep the old name of {local.name!r} at {label!r}, or bind it "
+                       f"after the yield")
+            self.add("COROUTINE_LOCAL_MISSING", function, local.name, where,
+                     f"coroutine {function} at {label!r} needs the local "
+                     f"{local.name!r}, which saves parked there do not hold", fix)
+
+    def compare_twins(self, function, old, new):
+        """Identical yields in the same blocks are told apart by their order alone: when
+        their number changes, a save parked at one may resume at another."""
+        before, now = twin_groups(old), twin_groups(new)
+        for base, labels in before.items():
+            count = len(now.get(base, ()))
+            if count and count != len(labels) and max(count, len(labels)) > 1:
+                text = old.labels[labels[0]].text
+                self.add("COROUTINE_TWINS_CHANGED", function, labels[0], at(new),
+                         f"coroutine {function} has {count} identical `{text}` in the same "
+                         f"place where the baseline had {len(labels)}; identical yields are "
+                         f"told apart by their order only, so a save parked at one of "
+                         f"them may resume at another, a step early or late",
+                         f"keep {len(labels)} identical `{text}`; to add a pause, yield a "
+                         f"value of its own there (`yield \"pause\"`), and to drop one, "
+                         f"keep the yield and skip what it waits for")
 
     def compare_trust(self):
         if self.base.trusted is None:
             return self.incomplete("the trusted namespaces")
         now = set(self.cur.trusted or ())
-        trusted = lambda ns: any(".".join(ns.split(".")[:i]) in now
-                                 for i in range(1, ns.count(".") + 2))
+
+        def trusted(ns):
+            return any(".".join(ns.split(".")[:i]) in now for i in range(1, ns.count(".") + 2))
+
         for ns in self.base.trusted:
             if not trusted(ns):
                 self.add("NAMESPACE_UNTRUSTED", ns, None, (None, None),
@@ -372,14 +407,33 @@ class Checker:
                      f"namespace {ns!r} is trusted now", "-")
 
 
+def twin_groups(entry):
+    """{label without its #n: [labels]} of a coroutine entry's resume points."""
+    out: dict = {}
+    for label in entry.labels:
+        base, sep, n = label.rpartition("#")
+        out.setdefault(base if sep and n.isdigit() else label, []).append(label)
+    return out
+
+
 def at(entry):
-    return entry.get("file"), entry.get("line")
+    return entry.where
 
 
 def where_text(entry):
-    return f"{entry.get('file') or '?'}:{entry.get('line') or '?'}"
+    return f"{entry.file or '?'}:{entry.line or '?'}"
 
 
 def compare(base, current):
     """The findings of judging ``current`` against ``base`` (two Snapshots)."""
     return Checker(base, current).run()
+
+
+def compare_forward(base, current):
+    """Forward compatibility: the findings of the older build ``base`` reading saves of
+    ``current`` (cloud saves, a rollback). The older code is not imported, so the
+    manifest rules judge; each finding is marked ``forward``."""
+    newer = attrs.evolve(current, live=False)
+    older = attrs.evolve(base, live=False, source=current.source)
+    return [attrs.evolve(f, forward=True, baseline=base.source)
+            for f in Checker(newer, older).run()]

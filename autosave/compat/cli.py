@@ -11,7 +11,7 @@ from ..errors import CompatError, LoadError
 from . import baselines as baselines_
 from . import config as config_
 from . import model, report
-from .check import compare
+from .check import compare, compare_forward
 
 FORMATS = ("human", "json", "github")
 
@@ -26,7 +26,7 @@ def add_parsers(sub):
 
     snap = commands.add_parser("snapshot", help="write the schema of PACKAGE as it is now",
                                description="Import PACKAGE and write its schema snapshot "
-                                           "(the manifest, format 2): commit it at release.")
+                                           "(the manifest): commit it at release.")
     snap.add_argument("packages", nargs="+", metavar="PACKAGE")
     snap.add_argument("-o", "--out", help="write here (default: standard output)")
     snap.set_defaults(run=cmd_snapshot)
@@ -48,6 +48,10 @@ def add_parsers(sub):
                        help="accept a deliberate break (repeatable); recorded in the report")
     check.add_argument("--config", default="pyproject.toml",
                        help="the file holding [tool.autosave.compat] (default pyproject.toml)")
+    check.add_argument("--forward", action="store_true",
+                       help="also judge forward compatibility: each baseline's (older) "
+                            "build reading saves of this one (cloud saves, rollbacks); "
+                            "reported separately (default: forward in the config)")
     check.add_argument("--format", choices=FORMATS, default="human")
     check.add_argument("-v", "--verbose", action="store_true",
                        help="also list the compatible changes")
@@ -103,9 +107,8 @@ def cmd_snapshot(args):
     return 0
 
 
-def _dumps(document):
-    from autosave_codegen.manifest import dumps
-    return dumps(document)
+def _dumps(snapshot):
+    return model.dumps(snapshot)
 
 
 def load_baselines(args, cfg):
@@ -143,7 +146,9 @@ def cmd_check(args):
         findings = []
         for base in bases:
             findings += compare(base, current)
-        findings, unused = config_.apply(findings, allows)
+            if args.forward or cfg.forward:
+                findings += compare_forward(base, current)
+        findings, unused = config_.apply(findings, allows, cfg.severities)
     except (CompatError, OSError) as e:
         return fail("compat check", e)
     if args.format == "json":

@@ -21,6 +21,7 @@ from ..format.forms import target as reference_target
 from ..format.wire import ABSENT, records_of
 from ..checks.limits import FLOOD_MIN, check_flood
 
+COROUTINE = "autosave.coroutine"
 MAPPINGS = {"builtins.dict", "collections.OrderedDict", "collections.Counter"}
 SETS = {"builtins.set", "builtins.frozenset"}
 PATH_HEAD, PATH_TAIL = 8, 24        # segments shown of a long path
@@ -182,12 +183,37 @@ class Walk:
         rest_b = self.b_rest.get(j)
         if rest_b is None:
             rest_b = self.b_rest[j] = rec_b[1 + len(fields_b):]
-        if name_a in MAPPINGS:
+        if name_a == COROUTINE and len(rest_a) >= 2 and len(rest_b) >= 2:
+            self.coroutine(path, i, rest_a, j, rest_b)
+        elif name_a in MAPPINGS:
             self.mapping(path, i, rest_a, j, rest_b)
         elif name_a in SETS:
             self.members(path, i, rest_a, j, rest_b)
         else:
             self.items(path, i, rest_a, j, rest_b)
+
+    def coroutine(self, path, i, rest_a, j, rest_b):
+        """A suspended coroutine ``[function, label, name, value, ...]``: its function,
+        where it is parked, and its locals by name (not as list positions)."""
+        self.queue.append(((path, ".<function>"), rest_a[0], i, rest_b[0], j))
+        label_a, label_b = rest_a[1], rest_b[1]
+        if not _same(label_a, label_b):
+            self.change((path, ".<label>"), "value", label_a, label_b)
+        here = (path, f"{{at {str(label_b)[:40]!r}}}")
+        locals_a = dict(zip(rest_a[2::2], rest_a[3::2]))
+        locals_b = dict(zip(rest_b[2::2], rest_b[3::2]))
+        for name, value in locals_a.items():
+            segment = (here, f".{name}" if type(name) is str else f"[{name!r:.40}]")
+            if name in locals_b:
+                self.queue.append((segment, value, i, locals_b[name], j))
+            else:
+                self.change(segment, "local removed", self.show(self.a, value, i), None)
+        for name, value in locals_b.items():
+            if name not in locals_a and self.room():
+                self.change((here, f".{name}" if type(name) is str else f"[{name!r:.40}]"),
+                            "local added", None, self.show(self.b, value, j))
+            elif name not in locals_a:
+                self.total += 1
 
     @staticmethod
     def enum_like(name, record, fields):
@@ -300,7 +326,9 @@ class Walk:
         self.total += max(extra - listed, 0)
 
     def members(self, path, i, rest_a, j, rest_b):
-        plain = lambda v: type(v) is not list and v is not ABSENT
+        def plain(v):
+            return type(v) is not list and v is not ABSENT
+
         values_a = [v for v in rest_a if plain(v)]
         _flood(values_a, self.a.which, i)
         a_set = {(type(v), v) for v in values_a}
@@ -312,7 +340,7 @@ class Walk:
                 dict.fromkeys(sorted({(type(v), v) for v in values_b}, key=_member_order)),
                 [v for v in rest_b if not plain(v)])
         b_set, refs_b = tables
-        for t, v in sorted(a_set.difference(b_set), key=_member_order):
+        for _, v in sorted(a_set.difference(b_set), key=_member_order):
             self.change(path, "member removed", self.show(self.a, v, i), None)
         self.only_in_b(a_set, b_set, lambda key, _: self.change(
             path, "member added", None, self.show(self.b, key[1], j)))

@@ -2,7 +2,7 @@
 
 import json
 
-from .rules import BREAKING, INFO, RULES, WARNING
+from .rules import BREAKING, INFO, WARNING
 
 ORDER = {BREAKING: 0, WARNING: 1, INFO: 2}
 
@@ -24,13 +24,20 @@ def check_text(findings, unused, verbose):
         if f.severity == INFO and not verbose:
             continue
         label = "allowed" if f.allowed else f.severity
-        lines.append(f"{_where(f)}{label} {f.rule} [{f.baseline}]: {f.message}")
+        direction = "forward: " if f.forward else ""
+        lines.append(f"{_where(f)}{label} {f.rule} [{direction}{f.baseline}]: {f.message}")
         if f.allowed:
             lines.append(f"    accepted by {f.allowed}")
         elif f.fix != "-" and f.severity != INFO:
             lines.append(f"    fix: {f.fix}")
     for allow in unused:
         lines.append(f"warning: {allow.text} ({allow.origin}) accepts nothing; remove it")
+    forward = [f for f in findings if f.forward]
+    if forward:
+        lines.append(f"forward (older builds reading saves of this one): "
+                     f"{sum(f.breaking for f in forward)} breaking, "
+                     f"{sum(f.severity == WARNING for f in forward)} warnings")
+        findings = [f for f in findings if not f.forward] + forward
     breaking = sum(f.breaking for f in findings)
     allowed = sum(f.allowed is not None for f in findings)
     counts = {s: sum(f.severity == s for f in findings) for s in (WARNING, INFO)}
@@ -45,7 +52,7 @@ def finding_json(f):
     return {"rule": f.rule, "severity": f.severity, "name": f.name, "member": f.member,
             "file": f.file, "line": f.line, "in_baseline": f.in_baseline,
             "message": f.message, "fix": f.fix, "baseline": f.baseline,
-            "allowed": f.allowed, "breaking": f.breaking}
+            "allowed": f.allowed, "breaking": f.breaking, "forward": f.forward}
 
 
 def check_json(findings, unused, baselines):

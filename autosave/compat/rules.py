@@ -60,6 +60,40 @@ RULES = {r.id: r for r in [
          "an old save does not hold the field and nothing supplies it",
          "give FIELD a default, or bump the version and add an @autosave.upgrade hook "
          "that sets it"),
+    Rule("FIELD_RENAMED", INFO,
+         "a field was renamed and declares its old name (autosave.renamed_from, "
+         "__autosave_renamed__)", "saves fill it through the old name", "-"),
+    Rule("FIELD_PROBABLY_RENAMED", BREAKING,
+         "a field of the baseline is gone and a new one of the same type appeared in the "
+         "same class, and no old name is declared",
+         "if it is a rename, every save's value is dropped on load (or refused when the "
+         "new field has no default)",
+         "declare the old name with autosave.renamed_from(OLD); if unrelated, reserve the "
+         "old name: __autosave_reserved__ = (OLD,)"),
+    Rule("RESERVED_NAME_REUSED", BREAKING,
+         "a field or enum member uses a name the class reserves (__autosave_reserved__)",
+         "saves may hold a value under that name that meant something else",
+         "choose another name"),
+    Rule("RESERVED_NAME_RELEASED", WARNING,
+         "a name the baseline reserved is not reserved any more",
+         "a later change could reuse it with another meaning",
+         "keep it in __autosave_reserved__"),
+    Rule("ATTRIBUTE_ADDED_NO_DEFAULT", BREAKING,
+         "a plain class's __init__ sets a new attribute and the class body gives it no "
+         "default",
+         "loads never run __init__: every loaded instance lacks the attribute",
+         "give it a class-level default in the class body (or set it in "
+         "__autosave_loaded__)"),
+    Rule("CLASS_NOT_JUDGED", WARNING,
+         "a plain class whose attributes the gate cannot read from __init__ (no source, "
+         "setattr, self.__dict__)",
+         "attributes it gains or loses are not checked",
+         "set its attributes by plain assignments in __init__, or declare attrs fields"),
+    Rule("FIELD_TYPE_CONVERTED_BY_HOOK", WARNING,
+         "a field's declared type changed and an upgrade hook chain runs for old saves",
+         "the hook must convert the old values; the check cannot see that it does",
+         "run `autosave compat verify` on a corpus: it holds upgraded records to the "
+         "declared types"),
     Rule("FIELD_REMOVED", INFO, "a field of the baseline is gone",
          "its saved value is dropped on load", "-"),
     Rule("FIELD_TYPE_CHANGED", BREAKING,
@@ -91,6 +125,11 @@ RULES = {r.id: r for r in [
          "missing",
          "loading an old save needs every hook from its version to the current one",
          "add @autosave.upgrade(NAME, from_version=V)"),
+    Rule("UPGRADE_NOT_INHERITED", WARNING,
+         "a class's version was bumped with hooks, and subclasses of it (which a field "
+         "declared as the class may hold) kept their version",
+         "hooks are per stable name: the subclasses' records are not upgraded",
+         "bump the subclasses' versions and register hooks for them if they changed too"),
     Rule("ENUM_MEMBER_REMOVED", BREAKING, "an enum member (or its name) is gone",
          "saves hold enum members by name",
          "keep the member; for a rename keep OLD = <the new member's value> as an alias"),
@@ -115,7 +154,38 @@ RULES = {r.id: r for r in [
          "at a resume point kept, the code needs a local (or parameter) that was not "
          "live there in the baseline: a local renamed, or a new one used after the yield",
          "a save parked there does not hold it",
-         "keep the old local's name, or bind the new local after the yield"),
+         "keep the old local's name, or bind the new local after the yield; for a new "
+         "parameter, give it a default"),
+    Rule("COROUTINE_TWINS_CHANGED", BREAKING,
+         "the number of identical yields (same statement in the same blocks) of a "
+         "coroutine changed",
+         "identical yields are told apart by their order; a save parked at one may resume "
+         "at another, a step early or late",
+         "keep their number; yield a value of its own for a new pause"),
+    Rule("COROUTINE_LOCAL_FROM_UPGRADED", WARNING,
+         "a local saved at a kept label is computed from a field of a class whose upgrade "
+         "hooks run for old saves",
+         "the hook converts the field; the local keeps the value computed before",
+         "recompute the local after the yield, or convert it where the coroutine resumes"),
+    Rule("COROUTINE_YIELDS_REORDERED", WARNING,
+         "two kept resume points swapped places", "a save parked at one continues in the "
+         "new order", "check a save parked between them, or keep the order"),
+    Rule("COROUTINE_LOOP_CHANGED", WARNING,
+         "the header of a loop around a kept resume point changed (a bound, an iterable)",
+         "saves parked in the loop continue under the new header",
+         "check that a save parked in the loop still ends where it should"),
+    Rule("COROUTINE_RENAMED", INFO,
+         "a coroutine function was renamed and its old name is kept as a module-level "
+         "alias", "saves naming the old function resolve through the alias", "-"),
+    Rule("LOAD_REFUSED", BREAKING,
+         "the loader, asked with the records a baseline save holds, refuses one for a "
+         "reason no other rule names",
+         "a save of the baseline stops loading with the loader's own error",
+         "follow the loader's message"),
+    Rule("LOAD_ACCEPTED", INFO,
+         "a change a rule would call breaking, which the loader accepts for every record "
+         "of the baseline (a class or coroutine resolved another way)",
+         "the load decides; it finds what the save names", "-"),
     Rule("ROOT_REMOVED", WARNING, "a class is no longer a @save_root",
          "loading still works while its namespace stays trusted",
          "keep @autosave.save_root if games still pass its instances as roots"),

@@ -6,8 +6,10 @@ namespaces is imported or called. A save that loads is then held to the declared
 of the current classes, read from its records (not from the objects): a field declared
 ``int`` that an old save fills with a ``str`` loads without complaint but is a broken
 save all the same, and the checker calls that change breaking (FIELD_TYPE_CHANGED), so
-verify must see it too. Records of an older class version are not held to the types:
-the upgrade hooks converted them.
+verify must see it too. The records are checked first (cheap, names the record); then
+the objects the load built (``autosave.compat.conform``), after the upgrade hooks ran,
+into containers: a hook that forgets a conversion is caught, and so is a plain class's
+attribute that ``__init__`` sets and a loaded instance lacks.
 """
 
 import os
@@ -27,6 +29,7 @@ from ..log.file import PAYLOAD, LogFile
 from ..log.history import CheckpointLog
 from ..model.registry import REGISTRY
 from ..model.schema import schema_of
+from .conform import problems
 
 OK, INCOMPATIBLE, MISTYPED, CORRUPT, SKIPPED = "ok", "incompatible", "mistyped", "corrupt", "skipped"
 BREAKING = (INCOMPATIBLE, MISTYPED)
@@ -75,14 +78,14 @@ def verify_save(path, data, where=""):
     except FormatError as e:
         return FileResult(path, CORRUPT, type(e).__name__, where + str(e))
     try:
-        loads(data)
+        root = loads(data)
     except LoadError as e:
         # The bytes are well-formed (they decoded): a record that no longer fits its class
         # (a FormatError raised while building) is this build's doing, not the file's.
         return FileResult(path, INCOMPATIBLE, type(e).__name__, where + str(e))
     except Exception as e:       # a game's own hook failing is this build's problem too
         return FileResult(path, INCOMPATIBLE, type(e).__name__, where + str(e))
-    mismatches = type_mismatches(data)
+    mismatches = type_mismatches(data) or problems(root, MAX_MISMATCHES)
     if mismatches:
         return FileResult(path, MISTYPED, "TypeMismatch", where + "; ".join(mismatches))
     return FileResult(path, OK)

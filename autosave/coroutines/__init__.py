@@ -39,6 +39,7 @@ manifest codegen writes) to the run-time transform of functions that have no
 precompiled machine.
 """
 
+import inspect
 import types
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -95,13 +96,18 @@ class CoroutineSpec:
         self.saved = {NOT_STARTED: tuple((n, a) for n, a, _ in start), DONE: ()}
         # saved name -> (frame attribute, required, holds a cell), per state
         self.slots = {NOT_STARTED: {n: (a, True, n in cells) for n, a, _ in start}, DONE: {}}
+        # a parameter a save lacks (added since, with a default) gets its default
+        self.param_defaults = _param_defaults(function, params)
         self.delegates = {}
         finalizing = set()
         for k, p in enumerate(points, 1):
             self.labels[k] = p["label"]
             self.state_of[p["label"]] = k
-            self.saved[k] = tuple((n, a) for n, a, _ in p["live"])
-            self.slots[k] = {n: (a, not guarded, n in cells) for n, a, guarded in p["live"]}
+            self.saved[k] = tuple((n, a) for n, a, _, _ in p["live"])
+            # a save of an earlier autosave held only the needed locals: only those
+            # (bound for sure there) are required on load
+            self.slots[k] = {n: (a, needed and not guarded, n in cells)
+                             for n, a, guarded, needed in p["live"]}
             self.delegates[k] = p["delegate"]
             if p["finalize"]:
                 finalizing.add(k)
@@ -112,6 +118,17 @@ class CoroutineSpec:
 
     def __repr__(self):
         return f"<CoroutineSpec {self.qualified_name}>"
+
+
+def _param_defaults(function, params):
+    """{parameter: its default} of the user's function (positional or keyword)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return {}
+    return {n: p.default for n, p in signature.parameters.items()
+            if n in params and p.default is not inspect.Parameter.empty
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)}
 
 
 def _rename(code, old_prefix, new_qualname, name=None):

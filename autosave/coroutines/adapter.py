@@ -11,7 +11,8 @@ Record ``autosave.coroutine``: ``[function, label, name, value, name, value, ...
   like ``iter@1f3a2c``. Unbound locals are left out.
 
 Loading a label the function no longer has, or without a local the point needs, is an
-``IncompatibleSaveError`` naming the function and the label.
+``IncompatibleSaveError`` naming the function and the label; a parameter the save
+lacks that has a default (added since) gets its default.
 """
 
 import itertools
@@ -68,19 +69,10 @@ class CoroutineAdapter(Adapter):
 
     def fill(self, obj, vals):
         fn, label = vals[1], vals[2]
-        spec = spec_of(fn)
-        if spec is None:
-            raise IncompatibleSaveError(
-                f"the save holds a coroutine of {getattr(fn, '__module__', '?')}."
-                f"{getattr(fn, '__qualname__', fn)!r}, which is not an @autosave.coroutine "
-                f"function any more")
+        spec = coroutine_spec(fn)
         if type(label) is not str:
             raise ValueError("a coroutine's label is a string")
-        state = spec.state_of.get(label)
-        if state is None:
-            raise IncompatibleSaveError(
-                f"coroutine {spec.qualified_name} was saved at label {label!r}, which it no "
-                f"longer has; its labels are {sorted(spec.state_of)}")
+        state = resume_state(spec, label)
         slots = spec.slots[state]
         d = obj.__dict__
         if state != DONE:
@@ -103,15 +95,19 @@ class CoroutineAdapter(Adapter):
                 value = _cell_value(value)
             d[attr] = value
             found.add(saved)
-        for saved, (attr, required, holds_cell) in slots.items():
-            if saved in found:
-                continue
-            if holds_cell:
+        for saved, default in spec.param_defaults.items():
+            slot = slots.get(saved)
+            if slot is not None and saved not in found:
+                d[slot[0]] = types.CellType(default) if slot[2] else default
+                found.add(saved)
+        missing = missing_local(spec, state, found)
+        if missing is not None:
+            raise IncompatibleSaveError(
+                f"coroutine {spec.qualified_name} at label {label!r} needs the local "
+                f"{missing!r}, which the save does not hold")
+        for saved, (attr, _, holds_cell) in slots.items():
+            if saved not in found and holds_cell:
                 d[attr] = types.CellType()
-            elif required:
-                raise IncompatibleSaveError(
-                    f"coroutine {spec.qualified_name} at label {label!r} needs the local "
-                    f"{saved!r}, which the save does not hold")
         obj.__qualname__ = spec.qualname
         obj._state = state
         obj.__class__ = spec.placeholder
@@ -120,6 +116,40 @@ class CoroutineAdapter(Adapter):
         obj = self.allocate(rec)
         self.fill(obj, vals)
         return obj
+
+
+# -- the load's decisions, by name: the fill above and the release gate both use them ----
+
+def coroutine_spec(fn):
+    """The CoroutineSpec of the function a record names (resolved already), or the
+    IncompatibleSaveError a load raises."""
+    spec = spec_of(fn)
+    if spec is None:
+        raise IncompatibleSaveError(
+            f"the save holds a coroutine of {getattr(fn, '__module__', '?')}."
+            f"{getattr(fn, '__qualname__', fn)!r}, which is not an @autosave.coroutine "
+            f"function any more")
+    return spec
+
+
+def resume_state(spec, label):
+    """The state a coroutine saved at ``label`` resumes in, or IncompatibleSaveError."""
+    state = spec.state_of.get(label)
+    if state is None:
+        raise IncompatibleSaveError(
+            f"coroutine {spec.qualified_name} was saved at label {label!r}, which it no "
+            f"longer has; its labels are {sorted(spec.state_of)}")
+    return state
+
+
+def missing_local(spec, state, held):
+    """The first local the resume point ``state`` needs that the saved names ``held``
+    lack (a cell comes back empty; an optional one stays unbound), or None."""
+    for saved, (_, required, holds_cell) in spec.slots[state].items():
+        if saved not in held and required and not holds_cell \
+                and saved not in spec.param_defaults:
+            return saved
+    return None
 
 
 COROUTINE = register_adapter(CoroutineAdapter())

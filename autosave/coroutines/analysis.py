@@ -1,5 +1,6 @@
 """Dataflow over a coroutine's body: which locals are live and which definitely bound
-at each resume point, so a yield stores exactly what is needed after it."""
+at each resume point. A yield stores every local of the function (the ones not
+definitely bound there only when bound) and the hidden ones live after it."""
 
 import ast
 
@@ -276,7 +277,11 @@ class Liveness:
                 m = self.mgr_of.get(id(s))
                 if m:
                     extra.add(m)
-                return block(s.body, d | (extra - never))
+                # a manager may suppress an exception half-way through the body: what
+                # the body binds is not definitely bound after it
+                inner = d | (extra - never)
+                block(s.body, inner)
+                return inner
             if isinstance(s, ast.Try):
                 body = block(s.body, d)
                 outs = [block(s.orelse, body)]
@@ -302,7 +307,23 @@ class Liveness:
         block(self.body, start)
 
     def classify(self):
+        """Each resume point saves every local that may be bound there, not only the
+        live ones: code a patch adds after the yield may read any of them (a parameter,
+        an earlier result), and a save parked there must hold it. Hidden locals stay
+        as liveness says: only the transform reads them. The ones not definitely bound
+        are guarded: saved when bound, left out when not. Names bound by ``class`` and
+        ``import`` statements are saved only where live."""
+        # names bound by class and import statements hold a class or module: saved only
+        # where live (a class made inside a function cannot be saved at all)
+        code = set()
+        for n in ast.walk(ast.Module(body=self.body, type_ignores=[])):
+            if isinstance(n, ast.ClassDef):
+                code.add(n.name)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                code.update(a.asname or a.name.split(".")[0] for a in n.names)
+        user = (self.locals - self.captured - code) & self.track
         for p in self.points[1:]:
             definite = p.guarded
-            p.live = {v for v in p.live if v in self.track}
+            p.needed = {v for v in p.live if v in self.track}
+            p.live = p.needed | user
             p.guarded = {v for v in p.live if v not in definite}

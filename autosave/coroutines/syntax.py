@@ -160,13 +160,14 @@ def ends_flow(stmts):
 
 class Point:
     __slots__ = ("index", "stmt", "node", "label", "info", "live", "guarded", "suspend",
-                 "finalize", "delegate", "forced")
+                 "finalize", "delegate", "forced", "needed")
 
     def __init__(self, index, stmt, node, info):
         self.index, self.stmt, self.node, self.info = index, stmt, node, info
         self.label = None
         self.live = set()
         self.guarded = set()
+        self.needed = set()      # live after the yield: a save must hold it to resume
         self.suspend = False     # inside a native finally or a lowered with: flag it
         self.finalize = False    # inside a try or with: close() when collected
         self.delegate = None     # fast name of the yield-from delegate

@@ -31,9 +31,10 @@ manager lives in the frame and ``__exit__`` runs exactly once. A ``finally`` hol
 yield runs as ordinary code after the ``try``; the pending exception, or the pending
 ``return``/``break``/``continue`` (carried by ``runtime.Jump``), waits in the frame.
 
-Locals are the step function's fast locals while it runs; at a yield the ones live
-after it (liveness analysis) are stored in the frame, and loaded back when the step
-resumes there. Locals that may be unbound there are stored as ``UNBOUND`` and deleted
+Locals are the step function's fast locals while it runs; at a yield every local of
+the function (and the hidden ones live after it) is stored in the frame, and loaded
+back when the step resumes there: a save parked at a yield holds every local bound
+there, so a patch may add code after the yield that reads any of them. Locals that may be unbound there are stored as ``UNBOUND`` and deleted
 again on load, so reading them raises ``UnboundLocalError`` as natively. Locals that
 inner functions or lambdas capture live in explicit cells (``x`` becomes
 ``cell.cell_contents`` in the body and the inner functions), so closures see later
@@ -60,7 +61,7 @@ from .syntax import (CO_GENERATOR, COMPREHENSIONS, SCOPES, YIELDS, Point, blocks
                      fix_locations, has_yield, header_exprs, is_resume, name, own_nodes,
                      spec_literal, stmt_text)
 
-SPEC_VERSION = 1
+SPEC_VERSION = 2        # 2: every local is saved at every yield, not only live ones
 _VERSION = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
@@ -544,9 +545,10 @@ class Transform(Liveness):
         for p in self.points[1:]:
             live = []
             for v in p.live:
-                live.append([self.saved_name(v), self.frame_attr(v), v in p.guarded])
+                live.append([self.saved_name(v), self.frame_attr(v), v in p.guarded,
+                             v in p.needed])
             for c in sorted(self.captured):
-                live.append([c, "v_" + c, False])
+                live.append([c, "v_" + c, False, True])
             live.sort()
             points.append({"label": p.label, "live": live, "finalize": p.finalize,
                            "delegate": self.frame_attr(p.delegate) if p.delegate else None})

@@ -116,6 +116,8 @@ class InstancePlan:
         self.cls = cls
         # interned, as attribute names are (and as pickle's loads gives them)
         self.fields = fields = list(map(sys.intern, fields))
+        if schema.renamed:          # a field's old name in the save: its current name
+            self.fields = fields = [schema.renamed.get(f, f) for f in fields]
         self.nfields = len(fields)
         self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
         self.unset_slots = 0        # unset-slot markers consumed, checked against the file

@@ -228,7 +228,14 @@ def stable_name(obj):
 
 
 def class_version(cls):
-    return cls.__dict__.get("__autosave_version__", 1)
+    """The class's version: its own ``@saveable(version=...)``, else its nearest base's
+    (a subclass changes with its base: a ``Merchant(Npc)`` record is upgraded by ``Npc``'s
+    hooks unless ``Merchant`` registers its own), else 1."""
+    for klass in cls.__mro__:
+        version = klass.__dict__.get("__autosave_version__")
+        if version is not None:
+            return version
+    return 1
 
 
 REGISTRY = Registry()

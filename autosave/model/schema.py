@@ -50,6 +50,19 @@ transient = MappingProxyType({"autosave.transient": True})
 back as its default (or factory) value."""
 
 NO_DEFAULT = object()
+OLD_NAMES = "autosave.old_names"
+
+
+def renamed_from(*old_names: str) -> MappingProxyType:
+    """Field metadata naming the field's earlier names: a save holding ``coins`` fills
+    the field declared ``gold: int = attrs.field(metadata=autosave.renamed_from("coins"))``
+    (or ``dataclasses.field(metadata=...)``). Combine with other metadata as
+    ``{**autosave.renamed_from("coins"), **autosave.transient}``. Slotted and plain
+    classes say the same with ``__autosave_renamed__ = {"gold": "coins"}`` (the new name
+    and one old name or a tuple of them)."""
+    if not old_names or not all(isinstance(n, str) and n.isidentifier() for n in old_names):
+        raise ValueError(f"autosave.renamed_from takes the field's old names, got {old_names!r}")
+    return MappingProxyType({OLD_NAMES: tuple(old_names)})
 
 # Builtin bases an instance may extend; the base value is saved after the fields.
 BUILTIN_BASES = (list, dict, set, frozenset, tuple, str, int, float, bytes, collections.deque)
@@ -94,6 +107,8 @@ class ClassSchema:
     declared: tuple               # declared field names (attrs/dataclass), else ()
     defaults: MappingProxyType    # declared field name -> FieldDefault
     fingerprint: str
+    renamed: MappingProxyType = MappingProxyType({})   # old field name -> current name
+    reserved: frozenset = frozenset()   # names never to be used again (__autosave_reserved__)
 
     @property
     def batched(self):
@@ -231,8 +246,9 @@ def _build(cls):
             if "__slots__" not in klass.__dict__:
                 has_dict = True
 
-    declared, defaults, transient_names = _declared_fields(cls)
+    declared, defaults, transient_names, old_names = _declared_fields(cls)
     transient_names |= set(getattr(cls, "__autosave_transient__", ()))
+    renamed = _renames(cls, old_names, set(declared) | set(slots))
 
     saved_slots = tuple(s for s in slots if s not in transient_names)
     fp = xxhash.xxh64()
@@ -246,7 +262,32 @@ def _build(cls):
         saved_slots=saved_slots,
         transient=frozenset(transient_names), declared=tuple(declared),
         defaults=MappingProxyType(defaults), fingerprint=fp.hexdigest(),
+        renamed=MappingProxyType(renamed),
+        reserved=frozenset(_names(getattr(cls, "__autosave_reserved__", ()))),
     )
+
+
+def _names(value):
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _renames(cls, old_names, fields):
+    """{old name: current name} from field metadata and ``__autosave_renamed__``; an old
+    name that is a current field too would be ambiguous, and is refused."""
+    declared = getattr(cls, "__autosave_renamed__", {})
+    if not isinstance(declared, dict):
+        raise TypeError(f"{cls.__qualname__}.__autosave_renamed__ must be a dict "
+                        f"{{new name: old name or (old names...)}}")
+    pairs = dict(old_names)
+    for new, olds in declared.items():
+        for old in _names(olds):
+            pairs[old] = new
+    for old, new in pairs.items():
+        if old in fields:
+            raise TypeError(f"{cls.__qualname__}.{new} declares the old name {old!r}, which "
+                            f"is a field of {cls.__qualname__} too; a save's {old!r} would "
+                            f"fill both")
+    return pairs
 
 
 def _user_defines(cls, names):
@@ -294,10 +335,12 @@ def _mangle(klass, slot):
 
 def _declared_fields(cls):
     """Declared fields with their defaults and transient marks (attrs, dataclasses)."""
-    declared, defaults, transient_names = [], {}, set()
+    declared, defaults, transient_names, old_names = [], {}, set(), {}
     if attrs.has(cls):
         for a in attrs.fields(cls):
             declared.append(a.name)
+            for old in a.metadata.get(OLD_NAMES, ()):
+                old_names[old] = a.name
             if a.metadata.get("autosave.transient"):
                 transient_names.add(a.name)
             if isinstance(a.default, attrs.Factory):
@@ -309,6 +352,8 @@ def _declared_fields(cls):
     elif dataclasses.is_dataclass(cls):
         for f in dataclasses.fields(cls):
             declared.append(f.name)
+            for old in f.metadata.get(OLD_NAMES, ()):
+                old_names[old] = f.name
             if f.metadata.get("autosave.transient"):
                 transient_names.add(f.name)
             if f.default_factory is not dataclasses.MISSING:
@@ -319,4 +364,4 @@ def _declared_fields(cls):
                 defaults[f.name] = FieldDefault()
     # Plain classes declare nothing: a field missing from a save reads through to the
     # class attribute of that name, if any, by ordinary attribute lookup.
-    return declared, defaults, transient_names
+    return declared, defaults, transient_names, old_names

@@ -5,7 +5,7 @@ step 2)."""
 from ..errors import (FormatError, IncompatibleSaveError, LoadError, UnreachableUpgradeWarning,
                      warn_at_caller)
 from ..checks.loadcheck import describe
-from .registry import REGISTRY
+from .registry import REGISTRY, stable_name
 
 
 def upgrade_chain(schema, saved_version):
@@ -19,7 +19,7 @@ def upgrade_chain(schema, saved_version):
     warn_unreachable(schema)
     chain = []
     for v in range(saved_version, schema.version):
-        hook = REGISTRY.upgrades.get((schema.name, v))
+        hook = hook_for(schema, v)
         if hook is None:
             raise IncompatibleSaveError(
                 f"the save holds {schema.name} version {saved_version}; version "
@@ -27,6 +27,21 @@ def upgrade_chain(schema, saved_version):
                 f"from_version={v}) hook")
         chain.append(hook)
     return chain
+
+
+def hook_for(schema, from_version):
+    """The hook upgrading a record of ``schema``'s class from ``from_version``: the
+    class's own, else its nearest base's (resolved per concrete class)."""
+    hook = REGISTRY.upgrades.get((schema.name, from_version))
+    if hook is not None:
+        return hook
+    for klass in schema.cls.__mro__[1:]:
+        if klass is object:
+            break
+        hook = REGISTRY.upgrades.get((stable_name(klass), from_version))
+        if hook is not None:
+            return hook
+    return None
 
 
 def run_upgrades(schema, saved_version, hooks, fields):
