@@ -34,8 +34,9 @@ def outputs(packages, out_dir):
     coroutines = coroutine_functions(packages)
     files = {}
     for package in packages:
-        mine = lambda module: inside(module, [package]) and not any(
-            inside(module, [p]) and len(p) > len(package) for p in packages)
+        def mine(module, package=package):
+            return inside(module, [package]) and not any(
+                inside(module, [p]) and len(p) > len(package) for p in packages)
         classes = [c for c in own if mine(c.__module__)]
         funcs = [f for f in coroutines if mine(f.__module__)]
         directory = Path(out_dir) if out_dir else package_dir(package)

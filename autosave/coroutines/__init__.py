@@ -50,12 +50,12 @@ from ..model.generated import PRECOMPILED_COROUTINES, enabled as generated_enabl
 from . import labels as labels_mod
 from . import transform
 from .adapter import COROUTINE
-from .runtime import HELPERS, UNBOUND, Coroutine, Loading, DONE, NOT_STARTED
+from .runtime import HELPERS, Coroutine, Loading, DONE, NOT_STARTED
 from .specs import SPECS, FunctionRef, spec_of
 
 __all__ = ["coroutine", "register_precompiled", "use_labels", "CoroutineSpec", "spec_of"]
 
-PRECOMPILED = {}     # qualified name -> (fingerprint, maker, spec data)
+PRECOMPILED: dict[str, tuple] = {}   # qualified name -> (fingerprint, maker, spec data)
 LABELS = PRECOMPILED_COROUTINES.labels   # qualified name -> labels of a previous build
 
 

@@ -182,7 +182,7 @@ def _types(*samples):
 # may be a pure standard-library one only (``map(abs, xs)``, ``filter(None, xs)``).
 # ``chain`` and ``tee`` hold sources a load cannot see into.
 _WRAPPERS = _types(enumerate(()), zip(), reversed(()), itertools.islice((), 0),
-                   itertools.cycle(()), itertools.zip_longest(), itertools.compress((), ()),
+                   itertools.cycle(()), itertools.zip_longest(()), itertools.compress((), ()),
                    itertools.product(), itertools.permutations(()),
                    itertools.combinations((), 0),
                    itertools.combinations_with_replacement((), 0))
@@ -191,7 +191,7 @@ _CALLING = _types(map(len, ()), filter(None, ()), itertools.starmap(len, ()),
                   itertools.filterfalse(None, ()), itertools.accumulate(()),
                   itertools.groupby(()))
 MAX_ITERATOR_PARTS = 10_000       # iterators inside one loop's iterator, checked
-_PURE = []                        # ids of the pure standard-library callables
+_PURE: list[int] = []             # ids of the pure standard-library callables
 
 
 def _pure_callable(value):

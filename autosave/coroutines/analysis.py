@@ -203,7 +203,7 @@ class Liveness:
                 after = frozenset(out)
                 inner = ctx
             handlers_in = set()
-            for i, h in enumerate(s.handlers):
+            for h in s.handlers:
                 hin = self.live_block(h.body, after, inner)
                 if h.name:
                     hin.discard(h.name)

@@ -89,7 +89,7 @@ def assign(points, previous=None):
     labels = [None] * len(points)
     matcher = difflib.SequenceMatcher(None, old_keys, new_keys, autojunk=False)
     used_old = set()
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, _ in matcher.get_opcodes():
         if tag == "equal":
             for k in range(i2 - i1):
                 labels[j1 + k] = old[i1 + k][0]

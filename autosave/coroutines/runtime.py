@@ -98,7 +98,7 @@ def enter(manager):
     cls = type(manager)
     try:
         enter_ = cls.__enter__
-        cls.__exit__
+        _ = cls.__exit__         # looked up first, as `with` does
     except AttributeError:
         raise TypeError(f"'{cls.__name__}' object does not support the context manager "
                         f"protocol") from None
@@ -142,7 +142,7 @@ class Coroutine:
 
     __slots__ = ("_state", "__qualname__", "__dict__", "__weakref__")
     _spec = None                 # the CoroutineSpec, set on each generated class
-    _finalizing = frozenset()    # states whose close() at collection may run user code
+    _finalizing: frozenset[int] = frozenset()   # states whose close() at collection may run user code
 
     def __iter__(self):
         return self

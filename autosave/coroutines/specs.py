@@ -1,7 +1,9 @@
 """Which functions are ``@autosave.coroutine`` functions: the table the decorator fills
 and the save adapter reads (kept apart so that neither imports the other)."""
 
-SPECS = {}           # decorated function -> CoroutineSpec
+from typing import Any
+
+SPECS: dict[Any, Any] = {}   # decorated function -> CoroutineSpec
 
 
 def spec_of(func):

@@ -84,11 +84,11 @@ def fingerprint(func):
             h.update(part.encode("utf-8", "surrogatepass") + b"\x1f")
         h.update(code.co_code)
         h.update(getattr(code, "co_exceptiontable", b""))
-        for const in code.co_consts:
-            if isinstance(const, types.CodeType):
-                visit(const)
+        for value in code.co_consts:
+            if isinstance(value, types.CodeType):
+                visit(value)
             else:
-                h.update(_const_text(const).encode("utf-8", "surrogatepass") + b"\x1f")
+                h.update(_const_text(value).encode("utf-8", "surrogatepass") + b"\x1f")
 
     visit(func.__code__)
     h.update(repr(func.__qualname__).encode())
@@ -505,7 +505,6 @@ class Transform(Liveness):
         lower = Lower(self)
         step = lower.step_function()
         factory = lower.factory_function()
-        P = self.P
         helper_names = sorted(HELPERS) + ["cls"]
         maker_args = list(self.freevars) + [self.helper(h) for h in helper_names]
         maker_name = "_autosave_sm_" + re.sub(r"\W", "_", f"{self.module}.{self.qualname}")
@@ -539,7 +538,7 @@ class Transform(Liveness):
         for n in sorted((self.locals - seen) | set(self.captured) - seen):
             frame.append([n, "v_" + n])
             seen.add(n)
-        for fast, (saved, attr_) in sorted(self.hidden.items(), key=lambda kv: kv[1][1]):
+        for saved, attr_ in sorted(self.hidden.values(), key=lambda pair: pair[1]):
             frame.append([saved, attr_])
         points = []
         for p in self.points[1:]:

@@ -102,7 +102,7 @@ def _read_schedule(plan: Any) -> Schedule:
 
 def plan_names(plans: list[Any]) -> list[str]:
     """The type names errors about records name (an adapter's, or its class's)."""
-    return [getattr(p, "name", None) or getattr(getattr(p, "schema", None), "name", "?")
+    return [str(getattr(p, "name", None) or getattr(getattr(p, "schema", None), "name", "?"))
             for p in plans]
 
 
