@@ -47,25 +47,47 @@ class Liveness:
         return out & self.track
 
     def liveness(self):
+        """The live set of every resume point, after the hidden locals that lowered
+        constructs need (iterators, managers, caught exceptions, pending jumps) exist."""
         self.track = self.tracked()
+        self.find_lowered_finally()
+        self.add_hidden_locals()
+        self.force_hidden_locals()
+        self.constant_params = set(self.params) - self.assigned_names()
+        self.track = self.tracked()
+        for _ in range(50):
+            before = [set(p.live) for p in self.points[1:]]
+            self.live_block(self.body, frozenset(), Ctx())
+            if before == [p.live for p in self.points[1:]]:
+                break
+
+    def all_nodes(self):
+        return ast.walk(ast.Module(body=self.body, type_ignores=[]))
+
+    def find_lowered_finally(self):
+        """Try statements whose finally holds yields, and the with blocks a jump out of
+        their bodies crosses (they are lowered too)."""
         self.lowered_fin = set()     # ids of Try statements whose finally holds yields
-        for s in ast.walk(ast.Module(body=self.body, type_ignores=[])):
+        for s in self.all_nodes():
             if isinstance(s, ast.Try) and self.block_range(s.finalbody):
                 self.lowered_fin.add(id(s))
         self.jump_crossing_with = set()
-        for s in ast.walk(ast.Module(body=self.body, type_ignores=[])):
+        for s in self.all_nodes():
             if id(s) in self.lowered_fin:
                 for block in [s.body, s.orelse, *[h.body for h in s.handlers]]:
                     for b in block:
                         for n in own_nodes(b):
                             if isinstance(n, ast.With):
                                 self.jump_crossing_with.add(id(n))
+
+    def add_hidden_locals(self):
+        """A hidden local per lowered construct that must survive a suspension."""
         self.pending_of = {}
         self.handler_exc = {}
         self.iter_of = {}
         self.mgr_of = {}
         self.lowered_with = set()
-        for s in ast.walk(ast.Module(body=self.body, type_ignores=[])):
+        for s in self.all_nodes():
             key = self.stmt_keys.get(id(s), "x")
             if isinstance(s, ast.For) and id(s) in self.rng:
                 self.iter_of[id(s)] = self.new_hidden(f"iter@{key}")
@@ -78,25 +100,33 @@ class Liveness:
                         self.handler_exc[(id(s), i)] = self.new_hidden(f"exc{i}@{key}")
                 if id(s) in self.lowered_fin:
                     self.pending_of[id(s)] = self.new_hidden(f"pending@{key}")
-        for s in ast.walk(ast.Module(body=self.body, type_ignores=[])):
-            if isinstance(s, ast.Try):
-                pend = self.pending_of.get(id(s))
-                if pend:
-                    for p in self.points_in(s.finalbody):
-                        p.forced.add(pend)
-                for i, h in enumerate(s.handlers):
-                    hx = self.handler_exc.get((id(s), i))
-                    if hx:
-                        for p in self.points_in(h.body):
-                            p.forced.add(hx)
         for p in self.points[1:]:
             if isinstance(p.node, ast.YieldFrom):
                 p.delegate = self.new_hidden(f"from@{p.label}")
         self.write_through = (set(self.iter_of.values()) | set(self.mgr_of.values())
                               | set(self.handler_exc.values()) | set(self.pending_of.values())
                               | {p.delegate for p in self.points[1:] if p.delegate})
+
+    def force_hidden_locals(self):
+        """A finally's pending jump and a handler's exception are live at every
+        resume point inside that finally or handler."""
+        for s in self.all_nodes():
+            if not isinstance(s, ast.Try):
+                continue
+            pending = self.pending_of.get(id(s))
+            if pending:
+                for p in self.points_in(s.finalbody):
+                    p.forced.add(pending)
+            for i, h in enumerate(s.handlers):
+                caught = self.handler_exc.get((id(s), i))
+                if caught:
+                    for p in self.points_in(h.body):
+                        p.forced.add(caught)
+
+    def assigned_names(self):
+        """Every name the body binds (parameters it never rebinds are constant)."""
         assigned = set()
-        for n in ast.walk(ast.Module(body=self.body, type_ignores=[])):
+        for n in self.all_nodes():
             if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
                 assigned.add(n.id)
             elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
@@ -107,14 +137,7 @@ class Liveness:
                 assigned.add(n.asname or n.name.split(".")[0])
             elif isinstance(n, ast.ExceptHandler) and n.name:
                 assigned.add(n.name)
-        # parameters the body never rebinds: the frame always holds their value
-        self.constant_params = set(self.params) - assigned
-        self.track = self.tracked()
-        for _ in range(50):
-            before = [set(p.live) for p in self.points[1:]]
-            self.live_block(self.body, frozenset(), Ctx())
-            if before == [p.live for p in self.points[1:]]:
-                break
+        return assigned
 
     def with_needs_lowering(self, s):
         """A with block that a Jump (return/break/continue out of a try whose finally
@@ -128,102 +151,132 @@ class Liveness:
         return live
 
     def live_stmt(self, s, out, ctx):
+        """What is live before ``s``, given ``out`` live after it."""
         if is_resume(s):
-            p = self.points[self.rng[id(s)][0]]
-            targets = s.targets if isinstance(s, ast.Assign) else []
-            kills = set()
-            uses = set()
-            for t in targets:
-                kills.update(target_names(t))
-                if not isinstance(t, ast.Name):
-                    uses |= self.uses(t)
-            after = uses | (set(out) - (kills & self.track)) | ctx.exc | p.forced
-            if p.delegate:
-                after.add(p.delegate)
-            p.live |= after
-            v = s.value.value
-            before = set(p.live) - ({p.delegate} if p.delegate else set())
-            return (self.uses(v) if v is not None else set()) | before
-        if isinstance(s, ast.If):
-            return (self.uses(s.test) | self.live_block(s.body, out, ctx)
-                    | self.live_block(s.orelse, out, ctx) | ctx.exc)
-        if isinstance(s, ast.While):
-            head = set()
-            for _ in range(50):
-                inner = Ctx(ctx.exc, ctx.ret, frozenset(out), frozenset(head))
-                new = (self.uses(s.test) | ctx.exc | self.live_block(s.body, head, inner)
-                       | self.live_block(s.orelse, out, ctx))
-                if new == head:
-                    break
-                head = new
-            return head
-        if isinstance(s, ast.For):
-            it = self.iter_of.get(id(s))
-            kills = set(target_names(s.target)) & self.track
-            head = set()
-            for _ in range(50):
-                inner = Ctx(ctx.exc, ctx.ret, frozenset(out), frozenset(head))
-                body_in = self.live_block(s.body, head, inner)
-                new = ((body_in - kills) | self.uses(s.target) | ctx.exc
-                       | self.live_block(s.orelse, out, ctx) | set(out))
-                if it:
-                    new.add(it)
-                if new == head:
-                    break
-                head = new
-            return self.uses(s.iter) | ctx.exc | (head - ({it} if it else set()))
-        if isinstance(s, ast.With):
-            m = self.mgr_of.get(id(s))
-            extra = frozenset({m}) if m else frozenset()
-            inner = ctx.plus(extra)
-            # __exit__ may suppress an exception: then what follows the with runs
-            inner = Ctx(inner.exc | frozenset(out), inner.ret, inner.brk, inner.cont)
-            body_in = self.live_block(s.body, set(out) | extra, inner)
-            kills = set()
-            for item in s.items:
-                if item.optional_vars is not None:
-                    kills.update(target_names(item.optional_vars))
-            uses = set()
-            for item in s.items:
-                uses |= self.uses(item.context_expr)
-                if item.optional_vars is not None and not isinstance(item.optional_vars, ast.Name):
-                    uses |= self.uses(item.optional_vars)
-            return uses | ctx.exc | (body_in - (kills & self.track) - extra)
-        if isinstance(s, ast.Try):
-            anywhere = frozenset(out) | ctx.exc | ctx.ret | ctx.brk | ctx.cont
-            pend = self.pending_of.get(id(s))
-            if s.finalbody:
-                fin_ctx = ctx
-                fin_in = self.live_block(s.finalbody, anywhere, fin_ctx)
-                if pend:
-                    fin_in = set(fin_in) - {pend}     # set by the catch just before
-                after = frozenset(fin_in)
-                inner = Ctx(ctx.exc | after, ctx.ret | after, ctx.brk | after, ctx.cont | after)
-            else:
-                after = frozenset(out)
-                inner = ctx
-            handlers_in = set()
-            for h in s.handlers:
-                hin = self.live_block(h.body, after, inner)
-                if h.name:
-                    hin.discard(h.name)
-                if h.type is not None:
-                    hin |= self.uses(h.type)
-                handlers_in |= hin
-            else_in = self.live_block(s.orelse, after, inner)
-            body_ctx = Ctx(inner.exc | handlers_in, inner.ret, inner.brk, inner.cont)
-            return self.live_block(s.body, else_in, body_ctx) | handlers_in
-        if isinstance(s, ast.Return):
-            return (self.uses(s.value) if s.value else set()) | ctx.ret | ctx.exc
-        if isinstance(s, ast.Raise):
-            return self.uses(s) | ctx.exc
-        if isinstance(s, ast.Break):
-            return set(ctx.brk)
-        if isinstance(s, ast.Continue):
-            return set(ctx.cont)
-        if isinstance(s, (ast.Match, ast.TryStar)):
-            return self.uses(s) | set(out) | ctx.exc | ctx.ret | ctx.brk | ctx.cont
+            return self.live_resume(s, out, ctx)
+        transfer = self.LIVE.get(type(s))
+        if transfer is not None:
+            return transfer(self, s, out, ctx)
         return self.uses(s) | (set(out) - self.kills(s)) | ctx.exc
+
+    # One transfer function per compound or jumping statement, each followed by its
+    # table entry; a simple statement uses what it reads and kills what it binds.
+    LIVE = {}
+
+    def live_resume(self, s, out, ctx):
+        p = self.points[self.rng[id(s)][0]]
+        targets = s.targets if isinstance(s, ast.Assign) else []
+        kills = set()
+        uses = set()
+        for target in targets:
+            kills.update(target_names(target))
+            if not isinstance(target, ast.Name):
+                uses |= self.uses(target)
+        after = uses | (set(out) - (kills & self.track)) | ctx.exc | p.forced
+        if p.delegate:
+            after.add(p.delegate)
+        p.live |= after
+        sent = s.value.value
+        before = set(p.live) - ({p.delegate} if p.delegate else set())
+        return (self.uses(sent) if sent is not None else set()) | before
+
+    def live_if(self, s, out, ctx):
+        return (self.uses(s.test) | self.live_block(s.body, out, ctx)
+                | self.live_block(s.orelse, out, ctx) | ctx.exc)
+    LIVE[ast.If] = live_if
+
+    def live_while(self, s, out, ctx):
+        head = set()
+        for _ in range(50):
+            inner = Ctx(ctx.exc, ctx.ret, frozenset(out), frozenset(head))
+            new = (self.uses(s.test) | ctx.exc | self.live_block(s.body, head, inner)
+                   | self.live_block(s.orelse, out, ctx))
+            if new == head:
+                break
+            head = new
+        return head
+    LIVE[ast.While] = live_while
+
+    def live_for(self, s, out, ctx):
+        iterator = self.iter_of.get(id(s))
+        kills = set(target_names(s.target)) & self.track
+        head = set()
+        for _ in range(50):
+            inner = Ctx(ctx.exc, ctx.ret, frozenset(out), frozenset(head))
+            body_in = self.live_block(s.body, head, inner)
+            new = ((body_in - kills) | self.uses(s.target) | ctx.exc
+                   | self.live_block(s.orelse, out, ctx) | set(out))
+            if iterator:
+                new.add(iterator)
+            if new == head:
+                break
+            head = new
+        return self.uses(s.iter) | ctx.exc | (head - ({iterator} if iterator else set()))
+    LIVE[ast.For] = live_for
+
+    def live_with(self, s, out, ctx):
+        manager = self.mgr_of.get(id(s))
+        extra = frozenset({manager}) if manager else frozenset()
+        inner = ctx.plus(extra)
+        # __exit__ may suppress an exception: then what follows the with runs
+        inner = Ctx(inner.exc | frozenset(out), inner.ret, inner.brk, inner.cont)
+        body_in = self.live_block(s.body, set(out) | extra, inner)
+        kills = set()
+        uses = set()
+        for item in s.items:
+            uses |= self.uses(item.context_expr)
+            if item.optional_vars is not None:
+                kills.update(target_names(item.optional_vars))
+                if not isinstance(item.optional_vars, ast.Name):
+                    uses |= self.uses(item.optional_vars)
+        return uses | ctx.exc | (body_in - (kills & self.track) - extra)
+    LIVE[ast.With] = live_with
+
+    def live_try(self, s, out, ctx):
+        anywhere = frozenset(out) | ctx.exc | ctx.ret | ctx.brk | ctx.cont
+        pending = self.pending_of.get(id(s))
+        if s.finalbody:
+            fin_in = self.live_block(s.finalbody, anywhere, ctx)
+            if pending:
+                fin_in = set(fin_in) - {pending}     # set by the catch just before
+            after = frozenset(fin_in)
+            inner = Ctx(ctx.exc | after, ctx.ret | after, ctx.brk | after, ctx.cont | after)
+        else:
+            after = frozenset(out)
+            inner = ctx
+        handlers_in = set()
+        for h in s.handlers:
+            handler_in = self.live_block(h.body, after, inner)
+            if h.name:
+                handler_in.discard(h.name)
+            if h.type is not None:
+                handler_in |= self.uses(h.type)
+            handlers_in |= handler_in
+        else_in = self.live_block(s.orelse, after, inner)
+        body_ctx = Ctx(inner.exc | handlers_in, inner.ret, inner.brk, inner.cont)
+        return self.live_block(s.body, else_in, body_ctx) | handlers_in
+    LIVE[ast.Try] = live_try
+
+    def live_return(self, s, out, ctx):
+        return (self.uses(s.value) if s.value else set()) | ctx.ret | ctx.exc
+    LIVE[ast.Return] = live_return
+
+    def live_raise(self, s, out, ctx):
+        return self.uses(s) | ctx.exc
+    LIVE[ast.Raise] = live_raise
+
+    def live_break(self, s, out, ctx):
+        return set(ctx.brk)
+    LIVE[ast.Break] = live_break
+
+    def live_continue(self, s, out, ctx):
+        return set(ctx.cont)
+    LIVE[ast.Continue] = live_continue
+
+    def live_anywhere(self, s, out, ctx):
+        # match and except*: not lowered; everything that may follow stays live
+        return self.uses(s) | set(out) | ctx.exc | ctx.ret | ctx.brk | ctx.cont
+    LIVE[ast.Match] = LIVE[ast.TryStar] = live_anywhere
 
     def points_in(self, stmts):
         r = self.block_range(stmts)

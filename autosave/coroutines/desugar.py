@@ -41,128 +41,151 @@ class Desugar:
         return temp
 
     def stmt(self, s):
+        """``s`` as statements in which every yield is a statement of its own."""
         t = self.t
         key = self.key(s)
         if isinstance(s, ast.With) and len(s.items) > 1:
             return self.split_with(s, key)
-        if isinstance(s, SCOPES) or not has_yield(s):
+        if isinstance(s, SCOPES) or not has_yield(s) or is_resume(s):
             t.stmt_keys[id(s)] = key
             return [s]
-        if is_resume(s):
-            t.stmt_keys[id(s)] = key
-            return [s]
-        temp = self.temp_factory(key)
-        ex = Expressions(t, temp)
-        out = []
-        if isinstance(s, ast.Expr):
-            pre, res = ex.expr(s.value)
-            out = pre + ([ast.Expr(value=res)] if not isinstance(res, (ast.Name, ast.Constant)) else [])
-        elif isinstance(s, ast.Assign):
-            if any(has_yield(tg) for tg in s.targets):
-                pre, res = ex.expr(s.value)
-                holder = temp()
-                out = pre + [assign(holder, res)]
-                for tg in s.targets:
-                    tpre, tnew = ex.target(tg)
-                    out += tpre + [assign(tnew, name(holder))]
-            else:
-                pre, res = ex.expr(s.value)
-                out = pre + [ast.Assign(targets=s.targets, value=res)]
-        elif isinstance(s, ast.AnnAssign):
-            pre, res = ex.expr(s.value)
-            out = pre + [ast.Assign(targets=[s.target], value=res)]
-        elif isinstance(s, ast.AugAssign):
-            out = ex.augassign(s)
-        elif isinstance(s, ast.Return):
-            pre, res = ex.expr(s.value)
-            out = pre + [ast.Return(value=res)]
-        elif isinstance(s, ast.Raise):
-            pre, exc = ex.expr(s.exc) if s.exc is not None else ([], None)
-            if s.cause is not None and has_yield(s.cause):
-                if exc is not None and ex.needs_hoist(exc):
-                    h = temp()
-                    pre.append(assign(h, exc))
-                    exc = name(h)
-                cpre, cause = ex.expr(s.cause)
-                pre += cpre
-            else:
-                cause = s.cause
-            out = pre + [ast.Raise(exc=exc, cause=cause)]
-        elif isinstance(s, ast.Delete):
-            out = []
-            for tg in s.targets:
-                tpre, tnew = ex.target(tg)
-                out += tpre + [ast.Delete(targets=[tnew])]
-        elif isinstance(s, ast.Assert):
-            pre, test = ex.expr(s.test)
-            fail = [ast.Raise(exc=name(t.helper("AssertionError")), cause=None)]
-            if s.msg is not None:
-                mpre, msg = ex.expr(s.msg)
-                fail = mpre + [ast.Raise(exc=call(t.helper("AssertionError"), msg), cause=None)]
-            out = [if_(name("__debug__"), pre + [if_(not_(test), fail)])]
-        elif isinstance(s, ast.If):
-            pre, test = ex.expr(s.test) if has_yield(s.test) else ([], s.test)
-            new = ast.If(test=test, body=self.block(s.body), orelse=self.block(s.orelse))
-            out = pre + [new]
-        elif isinstance(s, ast.While):
-            if has_yield(s.test):
-                pre, test = ex.expr(s.test)
-                body = self.block(s.body)
-                if s.orelse:
-                    flag = temp()
-                    loop = ast.While(test=const(True), body=pre + [
-                        if_(not_(test), [assign(flag, const(True)), ast.Break()])] + body,
-                        orelse=[])
-                    out = [assign(flag, const(False)), loop,
-                           if_(name(flag), self.block(s.orelse))]
-                else:
-                    out = [ast.While(test=const(True), body=pre + [
-                        if_(not_(test), [ast.Break()])] + body, orelse=[])]
-            else:
-                out = [ast.While(test=s.test, body=self.block(s.body),
-                                 orelse=self.block(s.orelse))]
-        elif isinstance(s, ast.For):
-            pre, it = ex.expr(s.iter) if has_yield(s.iter) else ([], s.iter)
-            new = ast.For(target=s.target, iter=it, body=self.block(s.body),
-                          orelse=self.block(s.orelse), type_comment=None)
-            t.stmt_keys[id(new)] = key
-            out = pre + [new]
-        elif isinstance(s, ast.With):
-            pre = []
-            items = []
-            for item in s.items:
-                if has_yield(item.context_expr):
-                    ipre, e = ex.expr(item.context_expr)
-                    if items:
-                        # earlier managers are entered before this expression runs
-                        break
-                    pre += ipre
-                    items.append(ast.withitem(context_expr=e, optional_vars=item.optional_vars))
-                else:
-                    items.append(item)
-            new = ast.With(items=items, body=self.block(s.body), type_comment=None)
-            t.stmt_keys[id(new)] = key
-            out = pre + [new]
-        elif isinstance(s, ast.Try):
-            new = ast.Try(body=self.block(s.body),
-                          handlers=[ast.ExceptHandler(type=h.type, name=h.name,
-                                                      body=self.block(h.body))
-                                    for h in s.handlers],
-                          orelse=self.block(s.orelse),
-                          finalbody=self.block(s.finalbody))
-            for h_new, h in zip(new.handlers, s.handlers):
-                ast.copy_location(h_new, h)
-            t.stmt_keys[id(new)] = key
-            out = [new]
-        else:
+        rewrite = self.REWRITES.get(type(s))
+        if rewrite is None:
             raise t.error(s, f"a yield inside a {type(s).__name__} statement cannot be made "
                              f"resumable")
+        temp = self.temp_factory(key)
+        out = rewrite(self, s, Expressions(t, temp), temp, key)
         for n in out:
             if getattr(n, "lineno", None) is None:
                 ast.copy_location(n, s)
             t.stmt_keys.setdefault(id(n), key)
         located(out, s)
         return out
+
+    # One rewrite per kind of statement holding a yield, each followed by its table
+    # entry: (statement, its Expressions, a temporary maker, its key) -> statements.
+    REWRITES = {}
+
+    def expr_stmt(self, s, ex, temp, key):
+        pre, res = ex.expr(s.value)
+        return pre + ([ast.Expr(value=res)] if not isinstance(res, (ast.Name, ast.Constant)) else [])
+    REWRITES[ast.Expr] = expr_stmt
+
+    def assign_stmt(self, s, ex, temp, key):
+        pre, res = ex.expr(s.value)
+        if not any(has_yield(target) for target in s.targets):
+            return pre + [ast.Assign(targets=s.targets, value=res)]
+        holder = temp()
+        out = pre + [assign(holder, res)]
+        for target in s.targets:
+            target_pre, new_target = ex.target(target)
+            out += target_pre + [assign(new_target, name(holder))]
+        return out
+    REWRITES[ast.Assign] = assign_stmt
+
+    def annassign_stmt(self, s, ex, temp, key):
+        pre, res = ex.expr(s.value)
+        return pre + [ast.Assign(targets=[s.target], value=res)]
+    REWRITES[ast.AnnAssign] = annassign_stmt
+
+    def augassign_stmt(self, s, ex, temp, key):
+        return ex.augassign(s)
+    REWRITES[ast.AugAssign] = augassign_stmt
+
+    def return_stmt(self, s, ex, temp, key):
+        pre, res = ex.expr(s.value)
+        return pre + [ast.Return(value=res)]
+    REWRITES[ast.Return] = return_stmt
+
+    def raise_stmt(self, s, ex, temp, key):
+        pre, exc = ex.expr(s.exc) if s.exc is not None else ([], None)
+        if s.cause is not None and has_yield(s.cause):
+            if exc is not None and ex.needs_hoist(exc):
+                held = temp()
+                pre.append(assign(held, exc))
+                exc = name(held)
+            cause_pre, cause = ex.expr(s.cause)
+            pre += cause_pre
+        else:
+            cause = s.cause
+        return pre + [ast.Raise(exc=exc, cause=cause)]
+    REWRITES[ast.Raise] = raise_stmt
+
+    def delete_stmt(self, s, ex, temp, key):
+        out = []
+        for target in s.targets:
+            target_pre, new_target = ex.target(target)
+            out += target_pre + [ast.Delete(targets=[new_target])]
+        return out
+    REWRITES[ast.Delete] = delete_stmt
+
+    def assert_stmt(self, s, ex, temp, key):
+        pre, test = ex.expr(s.test)
+        error = self.t.helper("AssertionError")
+        fail = [ast.Raise(exc=name(error), cause=None)]
+        if s.msg is not None:
+            msg_pre, msg = ex.expr(s.msg)
+            fail = msg_pre + [ast.Raise(exc=call(error, msg), cause=None)]
+        return [if_(name("__debug__"), pre + [if_(not_(test), fail)])]
+    REWRITES[ast.Assert] = assert_stmt
+
+    def if_stmt(self, s, ex, temp, key):
+        pre, test = ex.expr(s.test) if has_yield(s.test) else ([], s.test)
+        return pre + [ast.If(test=test, body=self.block(s.body), orelse=self.block(s.orelse))]
+    REWRITES[ast.If] = if_stmt
+
+    def while_stmt(self, s, ex, temp, key):
+        if not has_yield(s.test):
+            return [ast.While(test=s.test, body=self.block(s.body), orelse=self.block(s.orelse))]
+        # the test runs at the top of the loop's body, as a statement that may suspend
+        pre, test = ex.expr(s.test)
+        body = self.block(s.body)
+        if not s.orelse:
+            return [ast.While(test=const(True), body=pre + [
+                if_(not_(test), [ast.Break()])] + body, orelse=[])]
+        flag = temp()       # whether the test ended the loop (its else runs), not a break
+        loop = ast.While(test=const(True), body=pre + [
+            if_(not_(test), [assign(flag, const(True)), ast.Break()])] + body, orelse=[])
+        return [assign(flag, const(False)), loop, if_(name(flag), self.block(s.orelse))]
+    REWRITES[ast.While] = while_stmt
+
+    def for_stmt(self, s, ex, temp, key):
+        pre, iterable = ex.expr(s.iter) if has_yield(s.iter) else ([], s.iter)
+        new = ast.For(target=s.target, iter=iterable, body=self.block(s.body),
+                      orelse=self.block(s.orelse), type_comment=None)
+        self.t.stmt_keys[id(new)] = key
+        return pre + [new]
+    REWRITES[ast.For] = for_stmt
+
+    def with_stmt(self, s, ex, temp, key):
+        pre, items = [], []
+        for item in s.items:
+            if has_yield(item.context_expr):
+                item_pre, entered = ex.expr(item.context_expr)
+                if items:
+                    # earlier managers are entered before this expression runs
+                    break
+                pre += item_pre
+                items.append(ast.withitem(context_expr=entered, optional_vars=item.optional_vars))
+            else:
+                items.append(item)
+        new = ast.With(items=items, body=self.block(s.body), type_comment=None)
+        self.t.stmt_keys[id(new)] = key
+        return pre + [new]
+    REWRITES[ast.With] = with_stmt
+
+    def try_stmt(self, s, ex, temp, key):
+        new = ast.Try(body=self.block(s.body),
+                      handlers=[ast.ExceptHandler(type=h.type, name=h.name,
+                                                  body=self.block(h.body))
+                                for h in s.handlers],
+                      orelse=self.block(s.orelse),
+                      finalbody=self.block(s.finalbody))
+        for new_handler, handler in zip(new.handlers, s.handlers):
+            ast.copy_location(new_handler, handler)
+        self.t.stmt_keys[id(new)] = key
+        return [new]
+    REWRITES[ast.Try] = try_stmt
 
 
 class Expressions:
