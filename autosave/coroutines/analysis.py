@@ -7,8 +7,24 @@ import ast
 from .syntax import Ctx, ends_flow, is_resume, own_nodes, target_names
 
 
-class Liveness:
-    """Liveness and definite assignment, mixed into ``transform.Transform``."""
+class Flow:
+    """Liveness and definite assignment over one coroutine's desugared, numbered body.
+
+    A component of ``transform.Transform`` (its ``flow``): made once the body is
+    numbered, from what the analysis reads of the function (its body, resume points and
+    their statement ranges, parameters, locals, captured names, hidden locals); it finds
+    the hidden locals lowered constructs need (``iter_of``, ``mgr_of``, ``handler_exc``,
+    ``pending_of``), the constructs lowered (``lowered_fin``, ``lowered_with``), and
+    each resume point's live and definitely bound sets, which the lowering
+    (``lower.py``) and the frame layout read."""
+
+    def __init__(self, function):
+        self.body, self.points, self.rng = function.body, function.points, function.rng
+        self.params, self.locals, self.captured = function.params, function.locals, \
+            function.captured
+        self.hidden = function.hidden            # new_hidden adds to it
+        self.new_hidden = function.new_hidden
+        self.stmt_keys, self.never_definite = function.stmt_keys, function.never_definite
 
     def block_range(self, stmts):
         los = [self.rng[id(s)] for s in stmts if id(s) in self.rng]

@@ -184,7 +184,7 @@ class Lower:
             return located(self.lower_jump(s), s)
         if isinstance(s, SCOPES):
             return [s]
-        if isinstance(s, ast.With) and id(s) in self.transform.lowered_with:
+        if isinstance(s, ast.With) and id(s) in self.transform.flow.lowered_with:
             return self.lower_with(s)
         if isinstance(s, ast.Try) and s.finalbody:
             return self.lower_try(s)
@@ -265,7 +265,7 @@ class Lower:
     def spill(self, p):
         transform = self.transform
         out = []
-        for v in sorted(p.live - transform.write_through - transform.constant_params):
+        for v in sorted(p.live - transform.flow.write_through - transform.flow.constant_params):
             target = attr(transform.self_, transform.frame_attr(v), store=True)
             if v in p.guarded:
                 out.append(ast.Try(body=[assign(target, name(v))], handlers=[
@@ -331,7 +331,7 @@ class Lower:
 
     def lower_if(self, s):
         transform = self.transform
-        rb, ro = transform.block_range(s.body), transform.block_range(s.orelse)
+        rb, ro = transform.flow.block_range(s.body), transform.flow.block_range(s.orelse)
         if rb and ro:
             resume_test = compare(name(self.st), ast.LtE(), const(rb[1]))
         else:
@@ -343,7 +343,7 @@ class Lower:
 
     def lower_while(self, s):
         transform = self.transform
-        rb, ro = transform.block_range(s.body), transform.block_range(s.orelse)
+        rb, ro = transform.flow.block_range(s.body), transform.flow.block_range(s.orelse)
         if ro:
             resume_test = compare(name(self.st), ast.LtE(), const(rb[1])) if rb else const(False)
         else:
@@ -360,8 +360,8 @@ class Lower:
 
     def lower_for(self, s):
         transform = self.transform
-        it = transform.iter_of[id(s)]
-        rb, ro = transform.block_range(s.body), transform.block_range(s.orelse)
+        it = transform.flow.iter_of[id(s)]
+        rb, ro = transform.flow.block_range(s.body), transform.flow.block_range(s.orelse)
         out = [if_(self.st_is_zero(), [assign(it, call(self.helper("iter"), s.iter)), self.store(it)])]
         self.stack.append(Block.LOOP)
         body = self.block(s.body, rb[1] if rb else 0)
@@ -393,7 +393,7 @@ class Lower:
     def lower_with(self, s):
         transform = self.transform
         item = s.items[0]
-        m = transform.mgr_of[id(s)]
+        m = transform.flow.mgr_of[id(s)]
         r = transform.rng.get(id(s))
         prefix = transform.P
         hit = transform.fresh("hit")
@@ -426,7 +426,7 @@ class Lower:
 
     def lower_try(self, s):
         transform = self.transform
-        if id(s) in transform.lowered_fin:
+        if id(s) in transform.flow.lowered_fin:
             return self.lower_try_fin(s)
         r = transform.rng.get(id(s))
         nfin = bool(s.finalbody)
@@ -451,9 +451,9 @@ class Lower:
         handlers and else. ``owner``: the statement the hidden locals belong to."""
         transform = self.transform
         owner = owner if owner is not None else s
-        rb = transform.block_range(s.body)
-        re_ = transform.block_range(s.orelse)
-        hranges = [transform.block_range(h.body) for h in s.handlers]
+        rb = transform.flow.block_range(s.body)
+        re_ = transform.flow.block_range(s.orelse)
+        hranges = [transform.flow.block_range(h.body) for h in s.handlers]
         resumable_handlers = any(hranges)
         body_limit = max([x[1] for x in (rb, re_) if x], default=0)
         body = self.block(s.body, body_limit)
@@ -467,7 +467,7 @@ class Lower:
             for i, hr in reversed(list(enumerate(hranges))):
                 if not hr:
                     continue
-                hx = transform.handler_exc[(id(owner), i)]
+                hx = transform.flow.handler_exc[(id(owner), i)]
                 load = [assign(hx, attr(transform.self_, transform.frame_attr(hx))),
                         assign(prefix + "tb", attr(hx, "__traceback__")),
                         assign(prefix + "cx", attr(hx, "__context__")),
@@ -496,7 +496,7 @@ class Lower:
                 typ = ast.IfExp(test=self.st_is_zero(), body=typ, orelse=resume_type)
             hbody = self.block(h.body, hr[1] if hr else 0)
             if hr:
-                hx = transform.handler_exc[(id(owner), i)]
+                hx = transform.flow.handler_exc[(id(owner), i)]
                 prefix = transform.P
                 # entered again by raising it: put back its traceback (a loaded one has
                 # none: keep the frame it was raised again in) and its context
@@ -524,13 +524,13 @@ class Lower:
 
     def lower_try_fin(self, s):
         transform = self.transform
-        pend = transform.pending_of[id(s)]
+        pend = transform.flow.pending_of[id(s)]
         inner_stmt = ast.Try(body=s.body, handlers=s.handlers, orelse=s.orelse, finalbody=[])
         ast.copy_location(inner_stmt, s)
-        r_inner = [x for x in (transform.block_range(s.body), transform.block_range(s.orelse),
-                               *[transform.block_range(h.body) for h in s.handlers]) if x]
+        r_inner = [x for x in (transform.flow.block_range(s.body), transform.flow.block_range(s.orelse),
+                               *[transform.flow.block_range(h.body) for h in s.handlers]) if x]
         hi_inner = max((x[1] for x in r_inner), default=0)
-        rf = transform.block_range(s.finalbody)
+        rf = transform.flow.block_range(s.finalbody)
         prefix = transform.P
         kinds = jump_kinds(s)        # before the blocks are lowered
         self.stack.append(Block.LOWERED_FINALLY)

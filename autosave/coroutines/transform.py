@@ -52,7 +52,7 @@ import xxhash
 
 from ..errors import CoroutineError
 from . import labels as labels_mod
-from .analysis import Liveness
+from .analysis import Flow
 from .desugar import Desugar
 from .lower import Lower
 from .names import Mangler, NameRewriter
@@ -103,7 +103,7 @@ def _const_text(const):
     return f"{type(const).__name__}:{const!r}"
 
 
-class Transform(Liveness):
+class Transform:
     def __init__(self, func, previous_labels=None):
         self.func = func
         code = getattr(func, "__code__", None)
@@ -189,9 +189,10 @@ class Transform(Liveness):
         body = Desugar(self).block(body)
         self.body = body
         self.number(body)
-        self.liveness()
-        self.definite()
-        self.classify()
+        self.flow = Flow(self)
+        self.flow.liveness()
+        self.flow.definite()
+        self.flow.classify()
         return self.assemble()
 
     def check_unsupported(self, fn):
