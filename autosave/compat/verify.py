@@ -13,7 +13,6 @@ the upgrade hooks converted them.
 import os
 import types
 import typing
-import zlib
 
 import attrs
 
@@ -22,7 +21,8 @@ from ..errors import CorpusError, CorruptLogError, FormatError, LoadError
 from ..files import loads
 from ..format.wire import ABSENT, MAGIC, STATE_FIELDS, decode, records_of, target
 from ..log.file import MAGIC as LOG_MAGIC
-from ..log.file import PAYLOAD, LogFile
+from ..log.file import LogFile
+from ..log.chain import read_checkpoint
 from ..log.history import CheckpointLog
 from ..model.registry import REGISTRY
 from ..model.schema import schema_of
@@ -108,11 +108,8 @@ def verify_log(path, content=None):
             for step, offset in sorted(record.checkpoints.items()):
                 where = f"the checkpoint of {record.name!r} at step {step}: "
                 try:
-                    kind, payload = file.read(offset)
-                    if kind != PAYLOAD:
-                        raise ValueError(f"a record of kind {kind}")
-                    data = zlib.decompress(payload)
-                except (ValueError, zlib.error, LoadError) as e:
+                    data = read_checkpoint(file, offset)      # whole or delta
+                except LoadError as e:
                     return FileResult(path, CORRUPT, type(e).__name__, where + str(e))
                 result = verify_save(path, data, where)
                 if result.status != OK:

@@ -183,7 +183,7 @@ class Report:
 def plan(log, content):
     """(events that upgrade ``log`` to ``content``, Report). Reads the log, changes
     nothing: the events are applied by replaying them, as a reopen would."""
-    table, records, report = log._content, log.records, Report()
+    table, records, report = log._content, log._records, Report()
     events = []
     names = dict.fromkeys(r.name for r in records.values())
     new_fid = {}

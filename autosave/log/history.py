@@ -25,8 +25,10 @@ from ..errors import CorruptLogError, ReadOnlyLogError, StepOrderError
 from ..files import dumps
 from .file import PAYLOAD, LogFile
 from .content import HASH_SIZE, Content, Report, Table, check_restorable, is_branch, plan
-from .records import compress_checkpoint, load_checkpoint, pack_checkpoints
+from .chain import load_checkpoint_at
+from .records import pack_checkpoints
 from .replay import Replay
+from .writer import CheckpointWriter
 
 _PLAIN_KEYS = (type(None), bool, int, str, bytes)
 # A node key tells apart entries of one node; reached keys are str, int or bytes.
@@ -134,17 +136,24 @@ class CheckpointLog:
     """One player profile's whole history. See the module docstring and docs/log-format.md."""
 
     def __init__(self, file: LogFile, checkpoint_every: int, decode_globals: bool = True,
-                 content: ContentSource | None = None) -> None:
+                 content: ContentSource | None = None, full_every: int = 16) -> None:
         """A history over an open LogFile. With ``decode_globals=False`` the globals
         stay undecoded bytes (``globals`` is None): nothing the file names is built.
         ``content`` (node -> step keys, or a callable) upgrades the history to it: see
-        autosave/log/content.py and ``upgrade_report``."""
+        autosave/log/content.py and ``upgrade_report``. ``full_every``: a whole
+        checkpoint every so many delta checkpoints (0: whole ones only)."""
         if not isinstance(checkpoint_every, int) or checkpoint_every < 1:
             file.close()
             raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
+        if type(full_every) is not int or full_every < 0:
+            file.close()
+            raise ValueError(f"full_every must be an int >= 0, got {full_every!r}")
         self.file = file
         self.checkpoint_every = checkpoint_every
-        self.records = {}            # id -> NodeRecord
+        # Compresses checkpoints off the game's thread (writer.py).
+        self._writer = CheckpointWriter(file, full_every)
+        self._taken: dict[int, int] = {}     # record id -> its newest checkpoint's step
+        self._records: dict[int, NodeRecord] = {}     # id -> NodeRecord
         self.roots = []              # ids of records without a parent
         self._bookmarks = {}         # slot -> Bookmark
         self.reached = Reached(self)
@@ -177,20 +186,24 @@ class CheckpointLog:
     @classmethod
     def open(cls, path: str | os.PathLike[str], checkpoint_every: int = 10, *,
              writable: bool = True, content: ContentSource | None = None,
-             **file_options: Any) -> Self:
+             full_every: int = 16, **file_options: Any) -> Self:
         """Open (or create) the log at ``path`` for writing (one writer at a time), or
         with ``writable=False`` for reading: then every mutation raises ReadOnlyLogError.
 
         ``content``: the game's content, node name -> [step key, ...] (or a callable
         node -> keys, None for a node it no longer has). A history recorded against
-        other content is upgraded to it, in one commit: see ``upgrade_report``."""
+        other content is upgraded to it, in one commit: see ``upgrade_report``.
+
+        ``full_every``: checkpoints after the first hold only what changed since the one
+        before (delta checkpoints), with a whole one every ``full_every`` deltas; 0
+        writes whole ones only (docs/log-format.md, "Checkpoints")."""
         return cls(LogFile(path, writable=writable, **file_options), checkpoint_every,
-                   content=content)
+                   content=content, full_every=full_every)
 
     def _upgrade(self):
         """Map the history onto the current content (content.plan), apply the events
         as a reopen would replay them, and commit them (a reader keeps them in memory)."""
-        for record in self.records.values():
+        for record in self._records.values():
             self._source.hashes(record.name)     # the game's content errors are its own
         replay = Replay(self)
         # Whatever the history holds (it may be forged), planning gives events or a
@@ -224,6 +237,19 @@ class CheckpointLog:
         if fid is None or self._content.prints[fid][1] != hashes:
             fid = self._content.add(name, hashes)
             self._events.append(["content", fid, name, hashes])
+
+    @property
+    def records(self) -> dict[int, "NodeRecord"]:
+        """Record id -> NodeRecord, with every checkpoint taken so far in its
+        ``checkpoints`` (this waits for the ones still compressing)."""
+        self._settle()
+        return self._records
+
+    def _settle(self) -> None:
+        file = self.file
+        if file.writable and file.fd is not None and not file.poisoned and (
+                os.getpid() == file.pid):
+            self._writer.settle()
 
     @property
     def recovered(self) -> int:
@@ -272,7 +298,7 @@ class CheckpointLog:
         parent = self._current
         siblings = parent.children if parent is not None else self.roots
         for rid in siblings:
-            record = self.records[rid]
+            record = self._records[rid]
             if record.name == node and record.key == key and record.first_step == 0 and (
                     parent is None or record.parent_step == self._step):
                 self._current, self._step, self._reentered = record, -1, True
@@ -288,6 +314,7 @@ class CheckpointLog:
         steps, or when ``checkpoint`` is True (never when it is False, except at a
         record's first step)."""
         self.file.check_writable()
+        self._writer.collect()            # a failure on the writer thread surfaces here
         record = self._current
         if record is None:
             raise RuntimeError("step() before enter(): there is no node to step in")
@@ -299,23 +326,31 @@ class CheckpointLog:
         if branch and self._reentered and nxt == record.first_step:
             self._step, self._reentered = nxt, False         # the same start, reached again
             return self.position
-        # Checkpoints are added in step order, so the newest is the last key.
-        since = nxt - next(reversed(record.checkpoints), nxt - self.checkpoint_every)
+        # Checkpoints are added in step order, so the newest is the last key (or one
+        # still compressing).
+        newest = self._taken.get(record.id)
+        if newest is None:
+            newest = next(reversed(record.checkpoints), nxt - self.checkpoint_every)
         due = branch or nxt == record.first_step or checkpoint or (
-            checkpoint is None and since >= self.checkpoint_every)
+            checkpoint is None and nxt - newest >= self.checkpoint_every)
         # Serialized before anything changes: a state that cannot be saved leaves the
-        # history as it was.
-        payload = compress_checkpoint(dumps(state), self.file.size) if due else None
+        # history as it was. Compressed on the writer's thread.
+        data = dumps(state) if due else None
         if branch:
             record = self._new_record(record.name, record.key, record, nxt)
             self._current = record
         self._reentered = False
         record.last_step = self._extended[record.id] = self._step = nxt
-        if payload is not None:
-            offset = self.file.append(PAYLOAD, payload)
-            record.checkpoints[nxt] = offset
-            self._events.append(["checkpoint", record.id, nxt, offset])
+        if data is not None:
+            self._taken[record.id] = nxt
+            self._writer.submit(data, self._checkpointed(record, nxt))
         return self.position
+
+    def _checkpointed(self, record, step):
+        def done(offset):
+            record.checkpoints[step] = offset
+            self._events.append(["checkpoint", record.id, step, offset])
+        return done
 
     def _check_order(self, record, nxt):
         """Under content, step *i* must hold the state before line *i* (docs/log.md): a
@@ -354,25 +389,21 @@ class CheckpointLog:
         ``replay(state, steps)``, which must re-execute ``steps`` steps without calling
         ``step()`` and return the resulting state."""
         record = self._record_at(position)
+        self._settle()                    # its checkpoint may be compressing still
         check_restorable(self, record)
         # The nearest checkpoint at or before the position; an upgrade may have dropped
         # those of a branch (content.py), then its parent records in the node have one.
         holder, step = record, position.step
         while True:
             at = [s for s in holder.checkpoints if s <= step]
-            if at or not is_branch(self.records, holder):
+            if at or not is_branch(self._records, holder):
                 break
-            holder, step = self.records[holder.parent], holder.parent_step
+            holder, step = self._records[holder.parent], holder.parent_step
         if not at:            # only a forged file: every record of a node starts with one
             raise CorruptLogError(f"{self.file.path}: no checkpoint at or before {position} "
                                   f"in record #{holder.id} or the records it branches from")
         base = max(at)
-        offset = holder.checkpoints[base]
-        kind, payload = self.file.read(offset)
-        if kind != PAYLOAD:
-            raise CorruptLogError(f"{self.file.path}: the checkpoint at offset {offset} is a "
-                                  f"record of kind {kind}, not a payload")
-        state = load_checkpoint(self.file.path, offset, payload, self.file.size)
+        state = load_checkpoint_at(self.file, holder.checkpoints[base])
         steps = position.step - base
         if steps:
             if replay is None:
@@ -397,7 +428,7 @@ class CheckpointLog:
             n -= step - record.first_step + 1
             if record.parent is None:
                 raise ValueError("back() goes before the first step of the history")
-            record, step = self.records[record.parent], record.parent_step
+            record, step = self._records[record.parent], record.parent_step
 
     def history(self) -> list[tuple[str, int, int]]:
         """[(node name, first step, last step)] of the path from the root to here."""
@@ -406,7 +437,7 @@ class CheckpointLog:
         while record is not None:
             out.append((record.name, record.first_step, step))
             step = record.parent_step
-            record = self.records[record.parent] if record.parent is not None else None
+            record = self._records[record.parent] if record.parent is not None else None
         return out[::-1]
 
     # -- bookmarks --------------------------------------------------------------------------
@@ -428,6 +459,7 @@ class CheckpointLog:
         if position is None:
             raise RuntimeError("bookmark() before any step")
         self._record_at(position)
+        self._writer.collect()
         shot = self.file.append(PAYLOAD, bytes(screenshot)) if screenshot is not None else 0
         mark = Bookmark(position, str(description), time.time(), shot, self)
         self._bookmarks[slot] = mark
@@ -450,6 +482,7 @@ class CheckpointLog:
         stay pending for the next flush, unless the writer is poisoned
         (LogPoisonedError: close and reopen; see docs/log-format.md)."""
         self.file.check_writable()
+        self._writer.settle()
         events = self._events + [["steps", rid, last] for rid, last in self._extended.items()]
         saved = dumps(self.globals)
         if saved != self._saved_globals:
@@ -472,6 +505,7 @@ class CheckpointLog:
             if file.writable and not file.poisoned and os.getpid() == file.pid:
                 self.flush()
         finally:
+            self._writer.close()
             file.close()
 
     def __enter__(self) -> Self:
@@ -481,6 +515,7 @@ class CheckpointLog:
         if exc_type is None:
             self.close()
         else:
+            self._writer.close()
             self.file.close()        # unflushed work is lost, as after a crash
 
     # -- internals -----------------------------------------------------------------------
@@ -493,18 +528,18 @@ class CheckpointLog:
         return Bookmark(Position(record.name, step, record.id), description, created, shot, self)
 
     def _new_record(self, name, key, parent, first_step):
-        rid = len(self.records)
+        rid = len(self._records)
         record = NodeRecord(rid, name, key, parent.id if parent else None,
                             self._step if parent else None, first_step, first_step - 1,
                             fid=self._content.current.get(name))
-        self.records[rid] = record
+        self._records[rid] = record
         (parent.children if parent else self.roots).append(rid)
         self._events.append(["node", rid, name, key, record.parent, record.parent_step,
                              first_step])
         return record
 
     def _record_at(self, position):
-        record = self.records.get(getattr(position, "record", None))
+        record = self._records.get(getattr(position, "record", None))
         if record is None or record.name != position.node or not (
                 record.first_step <= position.step <= record.last_step):
             raise ValueError(f"{position!r} is not a step of this log's history")
@@ -513,7 +548,7 @@ class CheckpointLog:
     def _state(self, saved_globals, at):
         content = {"content": self._content.rows()} if self._content.prints else {}
         return {**content,
-            "records": [r.row() for r in self.records.values()],
+            "records": [r.row() for r in self._records.values()],
             "bookmarks": [[slot, b.position.record, b.position.step, b.description, b.created,
                            b.screenshot_offset] for slot, b in self._bookmarks.items()],
             "reached": sorted(self.reached, key=lambda k: (type(k).__name__, k)),

@@ -32,7 +32,7 @@ class Replay:
     def __init__(self, log):
         self.log = log
         self.file = log.file
-        self.records, self.roots = log.records, log.roots
+        self.records, self.roots = log._records, log.roots
         self.first_offset = self.file.block_size       # where payload records may be
         self.end = self.file.end
         self.globals_at = None                         # offset of the newest globals

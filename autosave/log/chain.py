@@ -1,0 +1,187 @@
+"""Delta checkpoints (docs/log-format.md, "Checkpoints"): a checkpoint's payload is a
+whole save (a zlib stream) or a Zstandard frame of the save compressed against the save
+of the checkpoint before it, the *base*. Restoring a delta rebuilds its chain back to a
+whole checkpoint, charging every step to the log's budget, and checks the bytes it
+rebuilt against the digest the writer took, so that a restored state's bytes are the
+writer's ``autosave.dumps`` exactly.
+
+The compression side (``make_delta``) runs on the log's background thread: it touches
+no log state, only the bytes it is given. zstd and xxhash release the GIL.
+"""
+
+import struct
+
+import xxhash
+import zstandard
+
+from ..errors import CorruptLogError
+from ..files import loads
+from ..loading.limits import (DECODE_MEMORY_PER_BYTE, WORK_PER_BYTE, Budget, OverBudget,
+                              file_budget)
+from .file import PAYLOAD
+from .records import INFLATED_HELD, _inflate
+
+DELTA_TAG = 0x44                                  # "D"; a zlib stream starts with 0x?8
+DELTA_HEAD = struct.Struct("<BQQQ")               # tag, base offset, size, xxh64
+DELTA_LEVEL = 3          # zstd level: patch-from matches at a fraction of zlib's time
+BYTES_PER_STEP = 16      # work charged per byte a delta produces (a step is ~30-50 ns)
+MIN_WINDOW_LOG, MAX_WINDOW_LOG = 10, 31
+
+
+def is_delta(payload: bytes) -> bool:
+    return len(payload) > 0 and payload[0] == DELTA_TAG
+
+
+def window_log(base_size: int, size: int) -> int:
+    """The zstd window that reaches from the end of a save back to its base's start."""
+    return min(MAX_WINDOW_LOG, max(MIN_WINDOW_LOG, (base_size + size).bit_length()))
+
+
+def make_delta(data: bytes, base: bytes, base_offset: int) -> bytes:
+    """The payload of a delta checkpoint of save ``data`` against save ``base`` (the
+    payload of the checkpoint at ``base_offset``)."""
+    params = zstandard.ZstdCompressionParameters.from_level(
+        DELTA_LEVEL, window_log=window_log(len(base), len(data)), write_content_size=True)
+    dictionary = zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    frame = zstandard.ZstdCompressor(dict_data=dictionary,
+                                     compression_params=params).compress(data)
+    head = DELTA_HEAD.pack(DELTA_TAG, base_offset, len(data), xxhash.xxh64_intdigest(data))
+    return head + frame
+
+
+class ChainCost:
+    """What restoring a chain takes from a log's budget, charged as it is rebuilt (by a
+    reader) or reckoned beforehand (by the writer, on a fresh budget of the log's size
+    at the delta's offset, so that whatever it writes a reader can restore)."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.peak = 0            # the largest save held so far (the first: inflated)
+
+    def whole(self, size: int) -> None:
+        self.peak = size
+
+    def delta(self, size: int, where: str) -> None:
+        budget = self.budget
+        # Never rebuild bytes that could not be loaded (a delta's only use is the load
+        # at the chain's end, or the next delta).
+        limit = min(budget.memory // DECODE_MEMORY_PER_BYTE, budget.work // WORK_PER_BYTE)
+        if size > limit:
+            raise OverBudget(f"{where} rebuilds {size:,} bytes, more than a "
+                             f"{budget.size:,}-byte log may hold (docs/security.md, Budgets)")
+        grown = max(0, size - self.peak)
+        budget.charge(INFLATED_HELD * grown, size // BYTES_PER_STEP + 1, where)
+        self.peak = max(self.peak, size)
+
+
+def chain_fits(sizes: list[int], log_size: int) -> bool:
+    """Whether a chain of saves of ``sizes`` bytes (the whole one first) restores within
+    the budget of a log of ``log_size`` bytes: charged as a reader charges it, then the
+    last save loaded."""
+    cost = ChainCost(Budget(log_size))
+    try:
+        cost.budget.charge(INFLATED_HELD * sizes[0], 0, "the whole checkpoint")
+        cost.whole(sizes[0])
+        for size in sizes[1:]:
+            cost.delta(size, "a delta")
+        cost.budget.decoding(sizes[-1])
+    except OverBudget:
+        return False
+    return True
+
+
+def _payload(file, offset: int) -> bytes:
+    kind, payload = file.read(offset)
+    if kind != PAYLOAD:
+        raise CorruptLogError(f"{file.path}: the checkpoint at offset {offset} is a "
+                              f"record of kind {kind}, not a payload")
+    return payload
+
+
+def _chain(file, offset: int) -> list[tuple[int, bytes]]:
+    """[(offset, payload)] from the whole checkpoint to the one at ``offset``. Each base
+    lies before its delta, so the walk ends; each record is read once."""
+    chain = []
+    while True:
+        payload = _payload(file, offset)
+        chain.append((offset, payload))
+        if not is_delta(payload):
+            return chain[::-1]
+        if len(payload) < DELTA_HEAD.size:
+            raise CorruptLogError(f"{file.path}: the delta checkpoint at offset {offset} is "
+                                  f"cut short")
+        base = DELTA_HEAD.unpack_from(payload)[1]
+        if not file.block_size <= base < offset:
+            raise CorruptLogError(f"{file.path}: the delta checkpoint at offset {offset} is "
+                                  f"taken against offset {base}, not an earlier record")
+        offset = base
+
+
+def _apply(path: str, offset: int, payload: bytes, base: bytes, cost: ChainCost) -> bytes:
+    _, _, size, digest = DELTA_HEAD.unpack_from(payload)
+    frame = memoryview(payload)[DELTA_HEAD.size:]
+    where = f"the delta checkpoint at offset {offset}"
+    try:
+        params = zstandard.get_frame_parameters(frame)
+    except zstandard.ZstdError as e:
+        raise CorruptLogError(f"{path}: {where} is not a zstd frame ({e})") from None
+    if params.content_size != size:
+        raise CorruptLogError(f"{path}: {where} declares {size} bytes, its frame "
+                              f"{params.content_size}")
+    try:
+        cost.delta(size, where)
+    except OverBudget as e:
+        raise CorruptLogError(f"{path}: {e}") from None
+    window = 1 << window_log(len(base), size)
+    if params.window_size > window:
+        raise CorruptLogError(f"{path}: {where} asks a {params.window_size:,}-byte window "
+                              f"for {size:,} bytes against a {len(base):,}-byte base")
+    try:
+        dictionary = zstandard.ZstdCompressionDict(
+            base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+        data = zstandard.ZstdDecompressor(dict_data=dictionary, max_window_size=window
+                                          ).decompress(frame, max_output_size=size)
+    except zstandard.ZstdError as e:
+        raise CorruptLogError(f"{path}: {where} does not decompress against its base "
+                              f"({e})") from None
+    if len(data) != size or xxhash.xxh64_intdigest(data) != digest:
+        raise CorruptLogError(f"{path}: {where} rebuilds bytes other than those it was "
+                              f"taken from (its base or its frame is damaged)")
+    return data
+
+
+def checkpoint_bytes(file, offset: int, budget: Budget) -> bytes:
+    """The save bytes of the checkpoint at ``offset`` (whole or delta), charged to
+    ``budget``, the log's."""
+    chain = _chain(file, offset)
+    first, packed = chain[0]
+    try:
+        data = _inflate(file.path, first, packed, budget)
+    except OverBudget as e:
+        raise CorruptLogError(f"{file.path}: {e}") from None
+    cost = ChainCost(budget)
+    cost.whole(len(data))
+    for at, payload in chain[1:]:
+        data = _apply(file.path, at, payload, data, cost)
+    return bytes(data)
+
+
+def read_checkpoint(file, offset: int) -> bytes:
+    """The save bytes of the checkpoint at ``offset``, within the log's budget."""
+    try:
+        with file_budget(file.size, decoded=False) as budget:
+            return checkpoint_bytes(file, offset, budget)
+    except OverBudget as e:
+        raise CorruptLogError(f"{file.path}: {e}") from None
+
+
+def load_checkpoint_at(file, offset: int):
+    """The state saved in the checkpoint at ``offset``: rebuilt and loaded under one
+    budget, the log's (docs/security.md, Budgets)."""
+    with file_budget(file.size, decoded=False, shared=True) as budget:
+        data = checkpoint_bytes(file, offset, budget)
+        try:
+            return loads(data)
+        except Exception as e:
+            e.add_note(f"in the checkpoint at offset {offset} of {file.path}")
+            raise

@@ -1,0 +1,138 @@
+"""The log's checkpoint writer: compression off the game's thread, whole checkpoints or
+deltas (docs/log-format.md, "Checkpoints").
+
+``log.step()`` serialises its state on the caller's thread and hands the bytes here. One
+background thread compresses them in order (zlib for a whole checkpoint, zstd against
+the previous save for a delta, xxh64 for its digest: all release the GIL); the caller's
+thread appends each payload to the commit's pending data in the same order, when a later
+call finds it done (``collect``) or must wait for it (``settle``). A failure on the
+thread is raised by the call that collects it, after its checkpoint was written whole
+on the caller's thread: the history it was recorded in stays whole.
+"""
+
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import attrs
+
+from .chain import DELTA_HEAD, DELTA_TAG, chain_fits, make_delta
+from .file import PAYLOAD, LogFile
+from .records import compress_checkpoint
+
+IN_FLIGHT = 4            # checkpoints compressing at once; a fifth step waits
+
+
+@attrs.define
+class _Job:
+    data: bytes
+    delta: bool
+    future: Future
+    done: Callable[[int], None]       # told the payload's offset once appended
+    chain: int                        # the chain it belongs to (a count of whole ones)
+
+
+def _whole(data: bytes, end: int) -> bytes:
+    return compress_checkpoint(data, end)
+
+
+def _delta(data: bytes, base: bytes) -> bytes:
+    # The base's offset is known only once the base is appended: the caller's thread
+    # writes it into the head (make_delta's, with offset 0 here).
+    return make_delta(data, base, 0)
+
+
+class CheckpointWriter:
+    """Checkpoints of one writer's log, in the order they were taken."""
+
+    def __init__(self, file: LogFile, full_every: int) -> None:
+        self.file = file
+        self.full_every = full_every
+        self._pool: ThreadPoolExecutor | None = None
+        self._jobs: deque[_Job] = deque()
+        # The save the next delta is taken against (None: the next one is whole), the
+        # sizes of its chain (the whole one first), and what the chain's whole
+        # checkpoint compressed to (None until known).
+        self._base: bytes | None = None
+        self._chain: list[int] = []
+        self._whole_size: int | None = None
+        self._last_offset = 0             # the payload offset of the newest appended
+        self._chains = 0                  # whole checkpoints taken: the current chain's id
+        self._too_big = False             # the last delta was no smaller than half a whole
+
+    def submit(self, data: bytes, done: Callable[[int], None]) -> None:
+        """Queue the checkpoint of save ``data``; ``done(offset)`` is called on the
+        caller's thread once its payload is appended (at a later collect or settle)."""
+        while len(self._jobs) >= IN_FLIGHT:
+            self._collect_one()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="autosave-log")
+        delta = self._base is not None and self._wants_delta(len(data))
+        if delta:
+            future = self._pool.submit(_delta, data, self._base)
+            self._chain.append(len(data))
+        else:
+            future = self._pool.submit(_whole, data, self.file.size)
+            self._chain, self._whole_size, self._too_big = [len(data)], None, False
+            self._chains += 1
+        self._base = data if self.full_every else None
+        self._jobs.append(_Job(data, delta, future, done, self._chains))
+
+    def _wants_delta(self, size: int) -> bool:
+        if len(self._chain) > self.full_every or self._too_big:
+            return False
+        # The log is at least this large when the delta is appended: what it allows
+        # then, a reader allows later (docs/log-format.md, "Budget of a chain").
+        return chain_fits([*self._chain, size], self.file.size)
+
+    def collect(self) -> None:
+        """Append the payloads done so far, in order, without waiting."""
+        while self._jobs and self._jobs[0].future.done():
+            self._collect_one()
+
+    def settle(self) -> None:
+        """Append every queued payload, waiting for the thread."""
+        while self._jobs:
+            self._collect_one()
+
+    def _collect_one(self) -> None:
+        job = self._jobs[0]
+        error = job.future.exception()
+        if error is None:
+            payload = job.future.result()
+            if job.delta:
+                # the head carries the base's offset, known now that it is appended
+                tag, _, size, digest = DELTA_HEAD.unpack_from(payload)
+                payload = DELTA_HEAD.pack(DELTA_TAG, self._last_offset, size,
+                                          digest) + payload[DELTA_HEAD.size:]
+        else:
+            # Written whole on this thread, so the history keeps its checkpoint; the
+            # deltas queued after it are taken against its bytes, which it still holds.
+            payload = compress_checkpoint(job.data, self.file.size)
+        offset = self.file.append(PAYLOAD, payload)
+        self._jobs.popleft()
+        self._last_offset = offset
+        self._learn(job, len(payload), error is None)
+        job.done(offset)
+        if error is not None:
+            error.add_note(f"on the log's writer thread, in the checkpoint now at offset "
+                           f"{offset} of {self.file.path} (written whole instead)")
+            raise error
+
+    def _learn(self, job: _Job, size: int, ok: bool) -> None:
+        """A delta no smaller than half its chain's whole checkpoint: most of the state
+        changes between checkpoints, so the next is whole (a delta would only lengthen
+        restores)."""
+        if job.chain != self._chains:
+            return
+        if not job.delta:
+            self._whole_size = size
+        elif ok and self._whole_size is not None and 2 * size >= self._whole_size:
+            self._too_big = True
+
+    def close(self) -> None:
+        """Stop the thread (what it has not done is dropped, as unflushed work is)."""
+        self._jobs.clear()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
