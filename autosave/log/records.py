@@ -19,8 +19,8 @@ from ..loading.limits import (DECODE_MEMORY_PER_BYTE, WORK_PER_BYTE, Budget, Ove
                       file_budget)
 
 MAGIC = b"\x89ASVLOG\n"
-VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)     # version 1 metadata records carry no commit number;
+VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)  # version 1 metadata records carry no commit number;
                                   # versions 1 and 2 hold checkpoint tables unpacked
 BLOCK_SIZE = 4096
 MIN_BLOCK, MAX_BLOCK = 256, 65536  # a chunk's u16 length must cover a block
