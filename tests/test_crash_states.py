@@ -155,6 +155,10 @@ def test_a_file_system_without_directory_fsync_is_not_an_error(tmp_path,
 
 # -- the property test ------------------------------------------------------------------------
 
+# What a delta need not repeat: a whole checkpoint is some 400 bytes, a delta some 50.
+NOISE = bytes((i * 97 + 13) * 31 % 251 for i in range(400))
+
+
 def play(directory, ops, rounds=10):
     """A play session: chapters, steps, bookmarks, flushes, a reopen half-way. Marks
     each flush that returned with every bookmark flushed so far."""
@@ -171,7 +175,7 @@ def play(directory, ops, rounds=10):
         if k % 3 == 0:
             log.enter(f"chapter{k}")
         for i in range(2):
-            state = {"k": k, "i": i, "text": "x" * (90 * k)}
+            state = {"k": k, "i": i, "text": "x" * (90 * k), "noise": NOISE}
             log.step(state)
         log.bookmark(f"m{k}")
         log.globals["k"] = k

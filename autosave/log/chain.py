@@ -23,7 +23,7 @@ from .records import INFLATED_HELD, _inflate
 
 DELTA_TAG = 0x44                                  # "D"; a zlib stream starts with 0x?8
 DELTA_HEAD = struct.Struct("<BQQQ")               # tag, base offset, size, xxh64
-DELTA_LEVEL = 3          # zstd level: patch-from matches at a fraction of zlib's time
+DELTA_LEVEL = 1          # zstd's fast strategy: patch-from at a fraction of zlib's time
 BYTES_PER_STEP = 16      # work charged per byte a delta produces (a step is ~30-50 ns)
 MIN_WINDOW_LOG, MAX_WINDOW_LOG = 10, 31
 
@@ -37,11 +37,19 @@ def window_log(base_size: int, size: int) -> int:
     return min(MAX_WINDOW_LOG, max(MIN_WINDOW_LOG, (base_size + size).bit_length()))
 
 
+def hash_log(base_size: int) -> int:
+    """The match finder's table: an eighth of an entry per byte of base. A smaller one
+    forgets most of a large base (measured: a 2.3 MB base needs 2**19 entries, below
+    that a delta grows 4-70x); a larger one costs its filling and finds no more."""
+    return min(24, max(17, base_size.bit_length() - 3))
+
+
 def make_delta(data: bytes, base: bytes, base_offset: int) -> bytes:
     """The payload of a delta checkpoint of save ``data`` against save ``base`` (the
     payload of the checkpoint at ``base_offset``)."""
     params = zstandard.ZstdCompressionParameters.from_level(
-        DELTA_LEVEL, window_log=window_log(len(base), len(data)), write_content_size=True)
+        DELTA_LEVEL, window_log=window_log(len(base), len(data)),
+        hash_log=hash_log(len(base)), write_content_size=True)
     dictionary = zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
     frame = zstandard.ZstdCompressor(dict_data=dictionary,
                                      compression_params=params).compress(data)

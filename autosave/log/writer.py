@@ -21,6 +21,11 @@ from .file import PAYLOAD, LogFile
 from .records import compress_checkpoint
 
 IN_FLIGHT = 4            # checkpoints compressing at once; a fifth step waits
+# A delta at least this fraction of its chain's whole checkpoint means most of the state
+# changes between checkpoints: the next ones are whole (a delta would only lengthen
+# restores), and a delta is tried again after WHOLE_AFTER_BIG of them.
+BIG_DELTA = 0.25
+WHOLE_AFTER_BIG = 8
 
 
 @attrs.define
@@ -58,7 +63,7 @@ class CheckpointWriter:
         self._whole_size: int | None = None
         self._last_offset = 0             # the payload offset of the newest appended
         self._chains = 0                  # whole checkpoints taken: the current chain's id
-        self._too_big = False             # the last delta was no smaller than half a whole
+        self._wholes_due = 0              # whole ones to take before a delta (BIG_DELTA)
 
     def submit(self, data: bytes, done: Callable[[int], None]) -> None:
         """Queue the checkpoint of save ``data``; ``done(offset)`` is called on the
@@ -73,13 +78,14 @@ class CheckpointWriter:
             self._chain.append(len(data))
         else:
             future = self._pool.submit(_whole, data, self.file.size)
-            self._chain, self._whole_size, self._too_big = [len(data)], None, False
+            self._chain, self._whole_size = [len(data)], None
             self._chains += 1
+            self._wholes_due = max(0, self._wholes_due - 1)
         self._base = data if self.full_every else None
         self._jobs.append(_Job(data, delta, future, done, self._chains))
 
     def _wants_delta(self, size: int) -> bool:
-        if len(self._chain) > self.full_every or self._too_big:
+        if len(self._chain) > self.full_every or self._wholes_due:
             return False
         # The log is at least this large when the delta is appended: what it allows
         # then, a reader allows later (docs/log-format.md, "Budget of a chain").
@@ -120,15 +126,14 @@ class CheckpointWriter:
             raise error
 
     def _learn(self, job: _Job, size: int, ok: bool) -> None:
-        """A delta no smaller than half its chain's whole checkpoint: most of the state
-        changes between checkpoints, so the next is whole (a delta would only lengthen
-        restores)."""
+        """What the chain's whole checkpoint compressed to, and whether a delta came out
+        big against it (BIG_DELTA)."""
         if job.chain != self._chains:
             return
         if not job.delta:
             self._whole_size = size
-        elif ok and self._whole_size is not None and 2 * size >= self._whole_size:
-            self._too_big = True
+        elif ok and self._whole_size is not None and size >= BIG_DELTA * self._whole_size:
+            self._wholes_due = WHOLE_AFTER_BIG
 
     def close(self) -> None:
         """Stop the thread (what it has not done is dropped, as unflushed work is)."""
