@@ -394,3 +394,56 @@ def test_the_writer_writes_only_chains_a_reader_restores(tmp_path):
 
 def test_the_delta_head_is_documented():
     assert DELTA_HEAD.size == struct.calcsize("<BQQQ") == 25 and DELTA_TAG == ord("D")
+
+
+# -- checkpoint tables inflated when first used (open time bounded) ----------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 10 ** 6), max_size=40, unique=True).map(sorted),
+       st.lists(st.tuples(st.sampled_from(["set", "get", "in", "iter", "newest", "len"]),
+                          st.integers(0, 10 ** 6 + 50)), max_size=12))
+def test_a_lazy_table_behaves_as_its_dict(steps, ops):
+    from autosave.log.records import CheckpointTable, newest_step, pack_checkpoints
+    plain = {s: 4096 + 10 * s for s in steps}
+    _, count, packed = pack_checkpoints(plain)
+    table = CheckpointTable(count, packed, "p", 0, 0)
+    assert pack_checkpoints(table) == pack_checkpoints(plain)       # as read, not inflated
+    assert table._table is None
+    top = max(steps, default=-1)
+    for op, step in ops:
+        if op == "set":
+            top = max(top, step) + 1                # added in step order, as the log does
+            table[top] = plain[top] = step
+        elif op == "get":
+            assert table.get(step) == plain.get(step)
+        elif op == "in":
+            assert (step in table) == (step in plain)
+        elif op == "iter":
+            assert list(table) == list(plain)
+        elif op == "newest":
+            assert newest_step(table) == newest_step(plain)
+        else:
+            assert len(table) == len(plain)
+    assert dict(table.items()) == plain and pack_checkpoints(table) == pack_checkpoints(plain)
+
+
+def test_opening_inflates_no_checkpoint_table(tmp_path):
+    from autosave.log.records import CheckpointTable
+    path = tmp_path / "g.log"
+    with CheckpointLog.open(path, checkpoint_every=1, deltas_per_snapshot=2) as log:
+        log.enter("n")
+        for i in range(300):
+            log.step({"i": i})
+            log.flush()
+    # (a snapshot written after new checkpoints packs the table anew, inflating it)
+    with CheckpointLog.open(path, checkpoint_every=1, deltas_per_snapshot=1000) as log:
+        table = log._records[0].checkpoints
+        assert type(table) is CheckpointTable and table._table is None
+        for i in range(300, 310):                   # steps and flushes leave it packed
+            log.step({"i": i})
+            log.flush()
+        assert table._table is None and table.added
+        assert log.restore(Position("n", 150, 0)) == {"i": 150}
+        assert table._table is not None
+    with CheckpointLog.open(path, writable=False) as log:
+        assert all(log.restore(Position("n", i, 0)) == {"i": i} for i in range(0, 310, 7))

@@ -313,7 +313,7 @@ def plan(log, content):
     # Reached keys are the game's: those equal to a step key that a changed node
     # dropped, and that no node of the new content has, point at lines that are gone.
     old_hashes, new_hashes = set(), set()
-    for (old, new), m in maps.items():
+    for (old, _new), _m in maps.items():
         old_hashes.update(split(print_of(old)[1]))
     for name in names:
         hashes = print_of(new_fid[name])[1]

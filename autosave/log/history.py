@@ -26,7 +26,7 @@ from ..files import dumps
 from .file import PAYLOAD, LogFile
 from .content import HASH_SIZE, Content, Report, Table, check_restorable, is_branch, plan
 from .chain import load_checkpoint_at
-from .records import pack_checkpoints
+from .records import newest_step, pack_checkpoints
 from .replay import Replay
 from .writer import CheckpointWriter
 
@@ -330,7 +330,9 @@ class CheckpointLog:
         # still compressing).
         newest = self._taken.get(record.id)
         if newest is None:
-            newest = next(reversed(record.checkpoints), nxt - self.checkpoint_every)
+            newest = newest_step(record.checkpoints)
+        if newest is None:
+            newest = nxt - self.checkpoint_every
         due = branch or nxt == record.first_step or checkpoint or (
             checkpoint is None and nxt - newest >= self.checkpoint_every)
         # Serialized before anything changes: a state that cannot be saved leaves the

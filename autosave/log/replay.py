@@ -16,7 +16,7 @@ from ..errors import CorruptLogError, LoadError
 from ..files import collector_paused, loads
 from ..loading.limits import OverBudget, file_budget
 from .content import is_branch
-from .records import TABLE, unpack_checkpoints
+from .records import TABLE, CheckpointTable, charge_table
 
 PLAIN_KEYS = (type(None), bool, int, str, bytes)
 REACHED_KEYS = {type(None), int, str, bytes}
@@ -146,10 +146,12 @@ class Replay:
         or [step, offset] lists (version 1)."""
         if type(packed) is list and len(packed) == 3 and packed[0] == TABLE:
             try:
-                steps, offsets = unpack_checkpoints(packed[1], packed[2])
+                charge_table(packed[1], packed[2])
             except (ValueError, OverBudget) as e:
                 raise Invalid(f"the checkpoints of record {rid} are not a table: "
                               f"{e}") from None
+            # inflated when first used: opening stays as fast however long the history
+            return CheckpointTable(packed[1], packed[2], self.file.path, self.offset, rid)
         elif type(packed) is bytes:
             if len(packed) % 16:
                 raise Invalid(f"the checkpoints of record {rid} are not int64 pairs")
