@@ -447,3 +447,46 @@ def test_opening_inflates_no_checkpoint_table(tmp_path):
         assert table._table is not None
     with CheckpointLog.open(path, writable=False) as log:
         assert all(log.restore(Position("n", i, 0)) == {"i": i} for i in range(0, 310, 7))
+
+
+@pytest.mark.parametrize("flaw", ["bomb", "no size", "lying size", "not a frame"])
+def test_a_forged_whole_checkpoint_is_refused_before_it_is_decompressed(tmp_path, flaw):
+    import zstandard
+    from autosave.log.chain import WHOLE_TAG
+    path = tmp_path / "g.log"
+    states = [{"i": 0}, {"i": 1, "pad": "x" * 300}]
+
+    def payload_of(k, offsets, data):
+        if k != 1:
+            return None
+        if flaw == "bomb":           # 1 GB of zeros in a few hundred bytes
+            frame = zstandard.ZstdCompressor(level=19).compress(bytes(1 << 30))
+        elif flaw == "no size":
+            frame = zstandard.ZstdCompressor(write_content_size=False).compressobj().compress(
+                data)
+        elif flaw == "lying size":
+            frame = zstandard.ZstdCompressor().compress(data + b"more")
+        else:
+            frame = b"\x28\xb5\x2f\xfd" + bytes(12)
+        return bytes((WHOLE_TAG,)) + frame
+
+    forge(path, states, payload_of)
+    with CheckpointLog.open(path, writable=False) as log:
+        offset = log.records[0].checkpoints[1]
+        with pytest.raises((CorruptLogError, autosave.LoadError), match=f"offset {offset}"):
+            log.restore(Position("n", 1, 0))
+        assert log.restore(Position("n", 0, 0)) == states[0]
+
+
+def test_whole_checkpoints_are_zstd_unless_the_log_is_too_small(tmp_path):
+    from autosave.log.chain import WHOLE_TAG
+    with CheckpointLog.open(tmp_path / "g.log", checkpoint_every=1, full_every=0) as log:
+        log.enter("n")
+        log.step({"i": 0, "pad": "x" * 1000})
+        log.step({"i": 1, "big": bytes(20 << 20)})      # 20 MB of zeros in a small log
+        log.flush()               # (a checkpoint is judged by the log's size when taken)
+        log.step({"i": 2, "big": bytes(20 << 20)})
+        first, big, later = (log.file.read(log.records[0].checkpoints[s])[1] for s in range(3))
+    assert first[0] == WHOLE_TAG
+    assert big[0] != WHOLE_TAG and len(big) > 20 << 20     # stored zlib blocks, as before
+    assert later[0] == WHOLE_TAG                            # the log now holds it

@@ -1,6 +1,6 @@
 """Delta checkpoints (docs/log-format.md, "Checkpoints"): a checkpoint's payload is a
-whole save (a zlib stream) or a Zstandard frame of the save compressed against the save
-of the checkpoint before it, the *base*. Restoring a delta rebuilds its chain back to a
+whole save (a zstd frame, or a zlib stream as version 3 wrote) or a Zstandard frame of
+the save compressed against the save of the checkpoint before it, the *base*. Restoring a delta rebuilds its chain back to a
 whole checkpoint, charging every step to the log's budget, and checks the bytes it
 rebuilt against the digest the writer took, so that a restored state's bytes are the
 writer's ``autosave.dumps`` exactly.
@@ -19,10 +19,12 @@ from ..files import loads
 from ..loading.limits import (DECODE_MEMORY_PER_BYTE, WORK_PER_BYTE, Budget, OverBudget,
                               file_budget)
 from .file import PAYLOAD
-from .records import INFLATED_HELD, _inflate
+from .records import INFLATED_HELD, _inflate, checkpoint_limit, compress_checkpoint
 
 DELTA_TAG = 0x44                                  # "D"; a zlib stream starts with 0x?8
 DELTA_HEAD = struct.Struct("<BQQQ")               # tag, base offset, size, xxh64
+WHOLE_TAG = 0x5A                                  # "Z": a whole save, one zstd frame
+WHOLE_LEVEL = 1          # as small as zlib's level 1, some 5x faster both ways
 DELTA_LEVEL = 1          # zstd's fast strategy: patch-from at a fraction of zlib's time
 BYTES_PER_STEP = 16      # work charged per byte a delta produces (a step is ~30-50 ns)
 MIN_WINDOW_LOG, MAX_WINDOW_LOG = 10, 31
@@ -30,6 +32,17 @@ MIN_WINDOW_LOG, MAX_WINDOW_LOG = 10, 31
 
 def is_delta(payload: bytes) -> bool:
     return len(payload) > 0 and payload[0] == DELTA_TAG
+
+
+def make_whole(data: bytes, end: int) -> bytes:
+    """The payload of a whole checkpoint of save ``data`` appended at offset ``end`` or
+    later: a zstd frame, unless the log would then be too small to inflate it
+    (compress_checkpoint's stored zlib blocks, as version 3 wrote)."""
+    frame = zstandard.ZstdCompressor(level=WHOLE_LEVEL, write_content_size=True,
+                                     write_checksum=True).compress(data)
+    if len(data) > checkpoint_limit(end + 1 + len(frame)):
+        return compress_checkpoint(data, end)
+    return bytes((WHOLE_TAG,)) + frame
 
 
 def window_log(base_size: int, size: int) -> int:
@@ -125,14 +138,56 @@ def _chain(file, offset: int) -> list[tuple[int, bytes]]:
         offset = base
 
 
-def _apply(path: str, offset: int, payload: bytes, base: bytes, cost: ChainCost) -> bytes:
-    _, _, size, digest = DELTA_HEAD.unpack_from(payload)
-    frame = memoryview(payload)[DELTA_HEAD.size:]
-    where = f"the delta checkpoint at offset {offset}"
+def _frame_size(path: str, frame, where: str):
     try:
         params = zstandard.get_frame_parameters(frame)
     except zstandard.ZstdError as e:
         raise CorruptLogError(f"{path}: {where} is not a zstd frame ({e})") from None
+    return params
+
+
+def _whole(path: str, offset: int, payload: bytes, budget: Budget) -> bytes:
+    """A whole checkpoint's save: a zstd frame (charged as an inflated zlib stream is,
+    before it is decompressed, by the size its frame declares) or a zlib stream."""
+    if not payload or payload[0] != WHOLE_TAG:
+        try:
+            return _inflate(path, offset, payload, budget)
+        except OverBudget as e:
+            raise CorruptLogError(f"{path}: {e}") from None
+    where = f"the checkpoint at offset {offset}"
+    frame = memoryview(payload)[1:]
+    params = _frame_size(path, frame, where)
+    size = params.content_size
+    limit = min(budget.memory // (INFLATED_HELD + DECODE_MEMORY_PER_BYTE),
+                budget.work // WORK_PER_BYTE)
+    if not 0 <= size <= limit:
+        raise CorruptLogError(f"{path}: {where} inflates to {size:,} bytes; a "
+                              f"{budget.size:,}-byte log may hold {limit:,} (docs/security.md, "
+                              f"Budgets)")
+    window = 1 << max(MIN_WINDOW_LOG, size.bit_length())
+    if params.window_size > window:
+        raise CorruptLogError(f"{path}: {where} asks a {params.window_size:,}-byte window "
+                              f"for {size:,} bytes")
+    try:
+        budget.charge(INFLATED_HELD * size, 0, where)
+    except OverBudget as e:
+        raise CorruptLogError(f"{path}: {e}") from None
+    try:
+        data = zstandard.ZstdDecompressor(max_window_size=window).decompress(
+            frame, max_output_size=size)
+    except zstandard.ZstdError as e:
+        raise CorruptLogError(f"{path}: {where} does not decompress ({e})") from None
+    if len(data) != size:
+        raise CorruptLogError(f"{path}: {where} decompresses to {len(data)} bytes, not the "
+                              f"{size} its frame declares")
+    return data
+
+
+def _apply(path: str, offset: int, payload: bytes, base: bytes, cost: ChainCost) -> bytes:
+    _, _, size, digest = DELTA_HEAD.unpack_from(payload)
+    frame = memoryview(payload)[DELTA_HEAD.size:]
+    where = f"the delta checkpoint at offset {offset}"
+    params = _frame_size(path, frame, where)
     if params.content_size != size:
         raise CorruptLogError(f"{path}: {where} declares {size} bytes, its frame "
                               f"{params.content_size}")
@@ -162,11 +217,7 @@ def checkpoint_bytes(file, offset: int, budget: Budget) -> bytes:
     """The save bytes of the checkpoint at ``offset`` (whole or delta), charged to
     ``budget``, the log's."""
     chain = _chain(file, offset)
-    first, packed = chain[0]
-    try:
-        data = _inflate(file.path, first, packed, budget)
-    except OverBudget as e:
-        raise CorruptLogError(f"{file.path}: {e}") from None
+    data = _whole(file.path, *chain[0], budget)
     cost = ChainCost(budget)
     cost.whole(len(data))
     for at, payload in chain[1:]:

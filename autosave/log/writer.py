@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import attrs
 
-from .chain import DELTA_HEAD, DELTA_TAG, chain_fits, make_delta
+from .chain import DELTA_HEAD, DELTA_TAG, chain_fits, make_delta, make_whole
 from .file import PAYLOAD, LogFile
 from .records import compress_checkpoint
 
@@ -38,7 +38,7 @@ class _Job:
 
 
 def _whole(data: bytes, end: int) -> bytes:
-    return compress_checkpoint(data, end)
+    return make_whole(data, end)
 
 
 def _delta(data: bytes, base: bytes) -> bytes:
