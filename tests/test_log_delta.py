@@ -490,3 +490,50 @@ def test_whole_checkpoints_are_zstd_unless_the_log_is_too_small(tmp_path):
     assert first[0] == WHOLE_TAG
     assert big[0] != WHOLE_TAG and len(big) > 20 << 20     # stored zlib blocks, as before
     assert later[0] == WHOLE_TAG                            # the log now holds it
+
+
+def test_segmented_tables_are_sealed_once_and_read_when_used(tmp_path, monkeypatch):
+    """A snapshot names the table segments sealed before it instead of holding them:
+    each segment is written once, and every checkpoint still restores."""
+    from autosave.log import tables
+    monkeypatch.setattr(tables, "SEGMENT", 8)
+    path = tmp_path / "g.log"
+    sealed = []
+    with CheckpointLog.open(path, checkpoint_every=1, deltas_per_snapshot=3) as log:
+        log.enter("n")
+        for i in range(100):
+            log.step({"i": i})
+            log.flush()
+            sealed.append(list(log._records[0].segments))
+    assert len(sealed[-1]) >= 10
+    for before, after in zip(sealed, sealed[1:]):
+        assert after[:len(before)] == before              # sealed once, never again
+    with CheckpointLog.open(path, checkpoint_every=1, deltas_per_snapshot=3) as log:
+        table = log._records[0].checkpoints
+        assert table.segments and table._table is None
+        assert log.position.step == 99
+        for i in range(100, 130):                          # snapshots name the segments
+            log.step({"i": i})
+            log.flush()
+        assert table.segments == log._records[0].segments[:len(table.segments)]
+    with CheckpointLog.open(path, writable=False) as log:
+        assert [log.restore(Position("n", i, 0))["i"] for i in range(130)] == list(range(130))
+
+
+def test_a_forged_segment_is_refused_at_first_use(tmp_path, monkeypatch):
+    from autosave.log import tables
+    from autosave.log.records import SNAPSHOT, pack_meta
+    from autosave.log.file import LogFile
+    path = tmp_path / "t.log"
+    with LogFile(path) as file:
+        real = file.append(PAYLOAD, tables.pack_stream([(0, 4096), (1, 4200)])[1])
+        row = [0, "n", None, None, None, 0, 3, ["zs", [[2, real], [2, real + 3]],
+                                                 ["zd", *tables.pack_stream([(2, 1), (3, 2)])]]]
+        state = {"records": [row], "bookmarks": [], "reached": [],
+                 "globals": autosave.dumps({}), "at": None}
+        file.deltas_per_snapshot = 0
+        file.commit([["x"]], lambda: state)
+    with CheckpointLog.open(path, writable=False) as log:      # the first segment reads
+        with pytest.raises(CorruptLogError, match="checkpoints of record 0 are not a table: "
+                                                  f"its segment at offset {real + 3}"):
+            list(log.records[0].checkpoints)

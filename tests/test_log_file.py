@@ -417,7 +417,8 @@ def test_version_2_logs_are_read_and_upgraded(tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         for module in (records, log_file):
             m.setattr(module, "VERSION", 2)
-        m.setattr(history, "pack_checkpoints", version_2_table)
+        m.setattr(history, "pack_row",
+                  lambda checkpoints, segments, append: (version_2_table(checkpoints), []))
         # version 2 knew whole checkpoints only
         with CheckpointLog.open(path, checkpoint_every=1, deltas_per_snapshot=2,
                                 full_every=0) as log:

@@ -26,7 +26,7 @@ from ..files import dumps
 from .file import PAYLOAD, LogFile
 from .content import HASH_SIZE, Content, Report, Table, check_restorable, is_branch, plan
 from .chain import load_checkpoint_at
-from .records import newest_step, pack_checkpoints
+from .tables import newest_step, pack_row
 from .replay import Replay
 from .writer import CheckpointWriter
 
@@ -79,10 +79,15 @@ class NodeRecord:
     checkpoints: dict = attrs.Factory(dict)   # step -> payload offset
     children: list = attrs.Factory(list)      # record ids, in creation order
     fid: int | None = None       # the content fingerprint it was recorded against
+    # [count, offset] of the table segments sealed so far: its smallest steps (tables.py)
+    segments: list = attrs.Factory(list)
 
-    def row(self):
+    def row(self, append):
+        """The record's snapshot row; ``append(bytes) -> offset`` writes the table
+        segments it seals."""
+        table, self.segments = pack_row(self.checkpoints, self.segments, append)
         row = [self.id, self.name, self.key, self.parent, self.parent_step, self.first_step,
-               self.last_step, pack_checkpoints(self.checkpoints)]
+               self.last_step, table]
         return row if self.fid is None else [*row, self.fid]
 
 
@@ -548,9 +553,11 @@ class CheckpointLog:
         return record
 
     def _state(self, saved_globals, at):
+        def append(segment):
+            return self.file.append(PAYLOAD, segment)
         content = {"content": self._content.rows()} if self._content.prints else {}
         return {**content,
-            "records": [r.row() for r in self._records.values()],
+            "records": [r.row(append) for r in self._records.values()],
             "bookmarks": [[slot, b.position.record, b.position.step, b.description, b.created,
                            b.screenshot_offset] for slot, b in self._bookmarks.items()],
             "reached": sorted(self.reached, key=lambda k: (type(k).__name__, k)),

@@ -3,12 +3,7 @@ record framing into chunks, and the metadata record's envelope."""
 
 import gc
 import struct
-import sys
 import zlib
-from array import array
-from collections.abc import MutableMapping
-from itertools import accumulate, chain
-from operator import sub
 
 import attrs
 import msgpack
@@ -16,8 +11,7 @@ import xxhash
 
 from ..errors import CorruptLogError
 from ..files import loads
-from ..loading.limits import (DECODE_MEMORY_PER_BYTE, WORK_PER_BYTE, Budget, OverBudget, charge,
-                      file_budget)
+from ..loading.limits import (DECODE_MEMORY_PER_BYTE, WORK_PER_BYTE, Budget, OverBudget, file_budget)
 
 MAGIC = b"\x89ASVLOG\n"
 VERSION = 4
@@ -285,166 +279,6 @@ def load_checkpoint(path, offset, packed, log_size):
             raise
 
 
-# Version 3: a checkpoint table as [TABLE, count, zlib stream of little-endian int64:
-# the count step differences, then the count offset differences] (each from the one
-# before, the first from 0), in step order. Steps go up by one and offsets by a
-# checkpoint's size, so the stream is a fraction of the 16 bytes per checkpoint of
-# version 2's int64 pairs: snapshots shrink as much, and with them the deltas an open
-# may replay after one (docs/log-format.md).
-TABLE = "zd"
-TABLE_MEMORY_PER_BYTE = 12       # a dict entry and two ints per 16 bytes of table
-
-
-def pack_checkpoints(checkpoints):
-    """step -> offset as a version 3 table: a snapshot's bulk, read back (and checked)
-    at C speed. A table read from a snapshot and not changed since is written back as
-    it was read, without inflating it."""
-    if type(checkpoints) is CheckpointTable and checkpoints.packed is not None and (
-            not checkpoints.added):
-        return [TABLE, checkpoints.count, checkpoints.packed]
-    steps = sorted(checkpoints)
-    offsets = [checkpoints[step] for step in steps]
-    diffs = array("q", map(sub, steps, chain((0,), steps)))
-    diffs.extend(map(sub, offsets, chain((0,), offsets)))
-    if sys.byteorder == "big":
-        diffs.byteswap()
-    return [TABLE, len(steps), zlib.compress(diffs.tobytes(), 1)]
-
-
-def charge_table(count, packed):
-    """Charge a version 3 table's memory to the log's budget (a small stream may claim
-    millions of checkpoints); ValueError if it is not [count, bytes]."""
-    if type(count) is not int or count < 0 or type(packed) is not bytes:
-        raise ValueError("not [count, bytes]")
-    charge(TABLE_MEMORY_PER_BYTE * 16 * count, count, f"a table of {count:,} checkpoints")
-
-
-def unpack_checkpoints(count, packed):
-    """(steps, offsets) of a version 3 table, as iterables; ValueError if it is not one. The table's
-    memory is charged to the log's budget before it is inflated (a small stream may
-    claim millions of checkpoints)."""
-    charge_table(count, packed)
-    return _unpack(count, packed)
-
-
-def _unpack(count, packed):
-    diffs = _differences(count, packed)
-    # a record's steps are mostly consecutive: a range, no list of ints to build
-    if count and diffs[1:count].count(1) == count - 1:
-        steps = range(diffs[0], diffs[0] + count)
-    else:
-        steps = accumulate(diffs[:count])
-    return steps, accumulate(diffs[count:])
-
-
-def _differences(count, packed):
-    size = 16 * count
-    inflater = zlib.decompressobj()
-    try:
-        raw = inflater.decompress(packed, size + 1)
-    except zlib.error:
-        raise ValueError("not a zlib stream") from None
-    if len(raw) != size or not inflater.eof or inflater.unused_data:
-        raise ValueError(f"not {count} int64 step and offset differences")
-    diffs = array("q", raw)
-    if sys.byteorder == "big":
-        diffs.byteswap()
-    return diffs
-
-
-def newest_step(checkpoints):
-    """The step of a record's newest checkpoint (they are added in step order), or None;
-    a table read from a snapshot is not made a dict for it."""
-    if type(checkpoints) is CheckpointTable:
-        return checkpoints.newest()
-    return next(reversed(checkpoints), None)
-
-
-class CheckpointTable(MutableMapping):
-    """A record's checkpoints (step -> payload offset) as a snapshot holds them: the
-    packed table is inflated when first needed, not at open, so opening a log costs
-    the same whatever its number of checkpoints (docs/log-format.md, "Opening").
-    Checkpoints added meanwhile (the deltas replayed, new steps) are kept beside it, and
-    a table not added to is written back into the next snapshot as it was read."""
-
-    __slots__ = ("count", "packed", "added", "_table", "_path", "_where", "_rid")
-
-    def __init__(self, count, packed, path, where, rid):
-        self.count, self.packed = count, packed
-        self.added = {}
-        self._table = None
-        # for the error, if it is forged: the file, the metadata record, the node record
-        self._path, self._where, self._rid = path, where, rid
-
-    def _whole(self):
-        if self._table is None:
-            try:
-                steps, offsets = _unpack(self.count, self.packed)
-                table = dict(zip(steps, offsets))
-            except ValueError as e:
-                self._refuse(e)
-            table.update(self.added)
-            self._table, self.added = table, {}
-            self.packed = None
-        return self._table
-
-    def first(self):
-        """The table's first step (its smallest), read without inflating the rest; None
-        for an empty one."""
-        if self._table is not None or not self.count:
-            return None
-        try:
-            head = zlib.decompressobj().decompress(self.packed, 8)
-        except zlib.error:
-            return None
-        if len(head) < 8:
-            return None
-        return int.from_bytes(head, "little", signed=True)
-
-    def _refuse(self, e):
-        raise CorruptLogError(f"{self._path}: metadata record at offset {self._where}: the "
-                              f"checkpoints of record {self._rid} are not a table: "
-                              f"{e}") from None
-
-    def newest(self):
-        """The newest checkpoint's step (the last added), or None: the table's steps
-        summed, without a dict made of them."""
-        if self._table is not None:
-            return next(reversed(self._table), None)
-        if self.added:
-            return next(reversed(self.added))
-        if not self.count:
-            return None
-        try:
-            return sum(_differences(self.count, self.packed)[:self.count])
-        except ValueError as e:
-            self._refuse(e)
-
-    def __contains__(self, step):
-        if self._table is None and (step in self.added or step == self.first()):
-            return True
-        return step in self._whole()
-
-    def __getitem__(self, step):
-        return self._whole()[step]
-
-    def __setitem__(self, step, offset):
-        if self._table is None:
-            self.added[step] = offset
-        else:
-            self._table[step] = offset
-
-    def __delitem__(self, step):
-        del self._whole()[step]
-
-    def __iter__(self):
-        return iter(self._whole())
-
-    def __reversed__(self):
-        return reversed(self._whole())
-
-    def __len__(self):
-        return len(self._whole())
-
-    def __repr__(self):
-        return f"CheckpointTable({self._whole()!r})"
+# Checkpoint tables live in tables.py; these names are read from here too.
+from .tables import (TABLE, TABLE_MEMORY_PER_BYTE, CheckpointTable, charge_table,  # noqa: E402,F401
+                     newest_step, pack_checkpoints, unpack_checkpoints)
