@@ -522,7 +522,6 @@ def test_segmented_tables_are_sealed_once_and_read_when_used(tmp_path, monkeypat
 
 def test_a_forged_segment_is_refused_at_first_use(tmp_path, monkeypatch):
     from autosave.log import tables
-    from autosave.log.records import SNAPSHOT, pack_meta
     from autosave.log.file import LogFile
     path = tmp_path / "t.log"
     with LogFile(path) as file:
