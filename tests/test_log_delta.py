@@ -398,17 +398,30 @@ def test_the_delta_head_is_documented():
 
 # -- checkpoint tables inflated when first used (open time bounded) ----------------------
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.integers(0, 10 ** 6), max_size=40, unique=True).map(sorted),
        st.lists(st.tuples(st.sampled_from(["set", "get", "in", "iter", "newest", "len"]),
-                          st.integers(0, 10 ** 6 + 50)), max_size=12))
-def test_a_lazy_table_behaves_as_its_dict(steps, ops):
-    from autosave.log.records import CheckpointTable, newest_step, pack_checkpoints
+                          st.integers(0, 10 ** 6 + 50)), max_size=12),
+       st.integers(0, 40), st.integers(0, 40))
+def test_a_lazy_table_behaves_as_its_dict(steps, ops, cut, cut2):
+    """Segmented (its first ``cut`` checkpoints in two segments) or not."""
+    from autosave.log.tables import (CheckpointTable, newest_step, pack_checkpoints,
+                                     pack_row, pack_stream)
     plain = {s: 4096 + 10 * s for s in steps}
-    _, count, packed = pack_checkpoints(plain)
-    table = CheckpointTable(count, packed, "p", 0, 0)
-    assert pack_checkpoints(table) == pack_checkpoints(plain)       # as read, not inflated
-    assert table._table is None
+    items = list(plain.items())
+    cut = min(cut, len(items))
+    cut2 = min(cut2, cut)
+    stored = {}
+    segments = []
+    for part in (items[:cut2], items[cut2:cut]) if cut else ():
+        count, stream = pack_stream(part)
+        stored[len(stored) + 4096] = stream
+        segments.append([count, len(stored) + 4095])
+    count, packed = pack_stream(items[cut:])
+    table = CheckpointTable(count, packed, "p", 0, 0, segments, stored.__getitem__)
+    if not segments:
+        assert pack_checkpoints(table) == pack_checkpoints(plain)   # as read, not inflated
+    assert pack_row(table, segments, None)[0] == table.row() and table._table is None
     top = max(steps, default=-1)
     for op, step in ops:
         if op == "set":
@@ -425,6 +438,11 @@ def test_a_lazy_table_behaves_as_its_dict(steps, ops):
         else:
             assert len(table) == len(plain)
     assert dict(table.items()) == plain and pack_checkpoints(table) == pack_checkpoints(plain)
+    if table._table is None:
+        # sealing more: the segments kept, the rest packed after them
+        more = {}
+        row, sealed = pack_row(table, segments, lambda b: more.setdefault(len(more), b) and 0)
+        assert sealed[:len(segments)] == segments
 
 
 def test_opening_inflates_no_checkpoint_table(tmp_path):

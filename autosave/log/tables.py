@@ -19,7 +19,7 @@ import sys
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, MutableMapping
-from itertools import accumulate, chain
+from itertools import accumulate, chain, islice
 from operator import sub
 
 from ..errors import CorruptLogError
@@ -32,7 +32,8 @@ TABLE_MEMORY_PER_BYTE = 12       # a dict entry and two ints per 16 bytes of tab
 
 
 def pack_stream(pairs: Iterable[tuple[int, int]]) -> tuple[int, bytes]:
-    """(count, stream) of (step, offset) pairs in step order."""
+    """(count, stream) of (step, offset) pairs, in their order (step order, normally:
+    differences may be negative)."""
     pairs = list(pairs)
     steps = [s for s, _ in pairs]
     offsets = [o for _, o in pairs]
@@ -54,18 +55,21 @@ def pack_checkpoints(checkpoints):
 
 def pack_row(checkpoints, segments: list, append: Callable[[bytes], int]):
     """A snapshot row's table: the segments already sealed (``segments``, [count,
-    offset] each, holding the smallest steps), new ones sealed by ``append(stream) ->
-    offset`` for every SEGMENT checkpoints past them, and the rest as a tail. Returns
-    (the row's table, the segments now sealed)."""
+    offset] each, holding the first checkpoints added), new ones sealed by
+    ``append(stream) -> offset`` for every SEGMENT checkpoints past them, and the rest
+    as a tail. Returns (the row's table, the segments now sealed)."""
     if type(checkpoints) is CheckpointTable and checkpoints.segments == segments and (
             checkpoints.unchanged()):
         return checkpoints.row(), segments
+    # In the order checkpoints were added, which is step order (the log adds them as
+    # play goes); a table read back holds its segments first, then its tail. Only the
+    # checkpoints past the sealed ones are visited (a snapshot costs no sort of them all).
     sealed = sum(count for count, _ in segments)
     if type(checkpoints) is CheckpointTable and checkpoints.segments == segments and (
             checkpoints._table is None):
-        rest = sorted(chain(checkpoints.tail_items(), checkpoints.added.items()))
+        rest = [*checkpoints.tail_items(), *checkpoints.added.items()]
     else:
-        rest = sorted(checkpoints.items())[sealed:]
+        rest = list(islice(checkpoints.items(), sealed, None))
     segments = list(segments)
     while len(rest) >= SEGMENT:
         count, stream = pack_stream(rest[:SEGMENT])
@@ -210,10 +214,14 @@ class CheckpointTable(MutableMapping):
             return next(reversed(self._table), None)
         if self.added:
             return next(reversed(self.added))
-        parts = [(self.count, self.packed)] if self.count else [
-            (count, self._segment(offset)) for count, offset in self.segments[-1:] if count]
+        count, packed = self.count, self.packed
+        if not count:                           # the last segment holding any
+            count, offset = next(((c, o) for c, o in reversed(self.segments) if c), (0, 0))
+            if not count:
+                return None
+            packed = self._segment(offset)
         try:
-            return next((sum(_differences(c, p)[:c]) for c, p in parts), None)
+            return sum(_differences(count, packed)[:count])
         except ValueError as e:
             self._refuse(e)
 
