@@ -10,6 +10,7 @@ thread is raised by the call that collects it, after its checkpoint was written 
 on the caller's thread: the history it was recorded in stays whole.
 """
 
+import os
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -139,5 +140,6 @@ class CheckpointWriter:
         """Stop the thread (what it has not done is dropped, as unflushed work is)."""
         self._jobs.clear()
         pool, self._pool = self._pool, None
-        if pool is not None:
+        # A forked child has no thread of its parent's to wait for.
+        if pool is not None and os.getpid() == self.file.pid:
             pool.shutdown(wait=True, cancel_futures=True)
