@@ -394,7 +394,6 @@ def test_a_checkpoint_is_loaded_under_the_budget_of_its_log(tmp_path, monkeypatc
     (["zd", 1, zlib.compress(bytes(16 << 10), 9)[:40]], "int64 step and offset"),  # bomb, cut
 ])
 def test_forged_checkpoint_tables_are_refused_naming_the_record(tmp_path, table, match):
-    from autosave.log.records import SNAPSHOT, pack_meta
     path = tmp_path / "t.log"
     with LogFile(path) as file:
         row = [0, "n", None, None, None, 0, 0, table]

@@ -73,9 +73,10 @@ class CheckpointWriter:
             self._collect_one()
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="autosave-log")
-        delta = self._base is not None and self._wants_delta(len(data))
-        if delta:
-            future = self._pool.submit(_delta, data, self._base)
+        base = self._base
+        delta = base is not None and self._wants_delta(len(data))
+        if base is not None and delta:
+            future = self._pool.submit(_delta, data, base)
             self._chain.append(len(data))
         else:
             future = self._pool.submit(_whole, data, self.file.size)
