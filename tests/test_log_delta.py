@@ -554,3 +554,51 @@ def test_a_forged_segment_is_refused_at_first_use(tmp_path, monkeypatch):
         with pytest.raises(CorruptLogError, match="checkpoints of record 0 are not a table: "
                                                   f"its segment at offset {real + 3}"):
             list(log.records[0].checkpoints)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 32), ops=st.lists(st.sampled_from(OPS), min_size=1,
+                                                  max_size=8))
+def test_a_save_in_many_pieces_rebuilds_its_bytes(tmp_path_factory, monkeypatch, seed, ops):
+    """Pieces of 2 KiB against 512 bytes of base either side: additions and removals
+    move content past a piece's reach, and every save still rebuilds exactly."""
+    monkeypatch.setattr(chain, "PIECE", 2048)
+    monkeypatch.setattr(chain, "REACH", 512)
+    rng = random.Random(seed)
+    path = tmp_path_factory.mktemp("p") / "game.log"
+    state = world(rng, 200)
+    expected = {}
+    with CheckpointLog.open(path, checkpoint_every=1, full_every=8) as log:
+        log.enter("play", state=state)
+        expected[(0, 0)] = autosave.dumps(state)
+        for op in ops:
+            mutate(rng, state, op)
+            position = log.step(state)
+            expected[(position.record, position.step)] = autosave.dumps(state)
+    payloads = check_bytes(path, expected, deltas=False)
+    many = [p for p in payloads.values() if is_delta(p)]
+    assert all(struct.unpack_from("<I", p, DELTA_HEAD.size)[0] > 1 for p in many)
+
+
+@pytest.mark.parametrize("flaw", ["outside the base", "past the payload", "count"])
+def test_a_forged_piece_table_is_refused(tmp_path, flaw):
+    path = tmp_path / "g.log"
+    states = [{"i": 0, "pad": "a" * 500}, {"i": 1, "pad": "b" * 500}, {"i": 2}]
+
+    def payload_of(k, offsets, data):
+        if k != 1:
+            return None
+        good = delta_of(data, autosave.dumps(states[0]), offsets[0])
+        at = DELTA_HEAD.size + chain.PIECES.size
+        lo, length, size = chain.PIECE_HEAD.unpack_from(good, at)
+        if flaw == "count":
+            return good[:DELTA_HEAD.size] + chain.PIECES.pack(10 ** 6) + good[at:]
+        piece = (chain.PIECE_HEAD.pack(lo, length + 10 ** 6, size) if flaw == "outside the base"
+                 else chain.PIECE_HEAD.pack(lo, length, size + 1))
+        return good[:at] + piece + good[at + chain.PIECE_HEAD.size:]
+
+    forge(path, states, payload_of)
+    with CheckpointLog.open(path, writable=False) as log:
+        offset = log.records[0].checkpoints[1]
+        with pytest.raises(CorruptLogError, match=f"offset {offset}"):
+            log.restore(Position("n", 1, 0))
