@@ -602,3 +602,16 @@ def test_a_forged_piece_table_is_refused(tmp_path, flaw):
         offset = log.records[0].checkpoints[1]
         with pytest.raises(CorruptLogError, match=f"offset {offset}"):
             log.restore(Position("n", 1, 0))
+
+
+def test_when_most_of_the_state_changes_checkpoints_go_whole(tmp_path):
+    """A delta an eighth of its save or more: the next 8 are whole, then a delta is
+    tried again."""
+    rng = random.Random(3)
+    with CheckpointLog.open(tmp_path / "g.log", checkpoint_every=1) as log:
+        log.enter("n")
+        for _ in range(12):
+            log.step([rng.random() for _ in range(2000)])       # all of it changes
+            log.flush()                   # (the writer learns a delta's size when done)
+        kinds = "".join("d" if is_delta(p) else "W" for p in checkpoint_payloads(log).values())
+    assert kinds == "Wd" + "W" * 8 + "dW"

@@ -22,10 +22,10 @@ from .file import PAYLOAD, LogFile
 from .records import compress_checkpoint
 
 IN_FLIGHT = 4            # checkpoints compressing at once; a fifth step waits
-# A delta at least this fraction of its chain's whole checkpoint means most of the state
-# changes between checkpoints: the next ones are whole (a delta would only lengthen
-# restores), and a delta is tried again after WHOLE_AFTER_BIG of them.
-BIG_DELTA = 0.25
+# A delta at least this fraction of its save's size (some third of a whole checkpoint's)
+# means most of the state changes between checkpoints: the next ones are whole (deltas
+# would only lengthen restores), and a delta is tried again after WHOLE_AFTER_BIG.
+BIG_DELTA = 1 / 8
 WHOLE_AFTER_BIG = 8
 
 
@@ -56,12 +56,10 @@ class CheckpointWriter:
         self.full_every = full_every
         self._pool: ThreadPoolExecutor | None = None
         self._jobs: deque[_Job] = deque()
-        # The save the next delta is taken against (None: the next one is whole), the
-        # sizes of its chain (the whole one first), and what the chain's whole
-        # checkpoint compressed to (None until known).
+        # The save the next delta is taken against (None: the next one is whole) and
+        # the sizes of its chain (the whole one first).
         self._base: bytes | None = None
         self._chain: list[int] = []
-        self._whole_size: int | None = None
         self._last_offset = 0             # the payload offset of the newest appended
         self._chains = 0                  # whole checkpoints taken: the current chain's id
         self._wholes_due = 0              # whole ones to take before a delta (BIG_DELTA)
@@ -80,7 +78,7 @@ class CheckpointWriter:
             self._chain.append(len(data))
         else:
             future = self._pool.submit(_whole, data, self.file.size)
-            self._chain, self._whole_size = [len(data)], None
+            self._chain = [len(data)]
             self._chains += 1
             self._wholes_due = max(0, self._wholes_due - 1)
         self._base = data if self.full_every else None
@@ -128,13 +126,9 @@ class CheckpointWriter:
             raise error
 
     def _learn(self, job: _Job, size: int, ok: bool) -> None:
-        """What the chain's whole checkpoint compressed to, and whether a delta came out
-        big against it (BIG_DELTA)."""
-        if job.chain != self._chains:
-            return
-        if not job.delta:
-            self._whole_size = size
-        elif ok and self._whole_size is not None and size >= BIG_DELTA * self._whole_size:
+        """Whether a delta of the current chain came out big (BIG_DELTA)."""
+        if job.chain == self._chains and job.delta and ok and (
+                size >= BIG_DELTA * len(job.data)):
             self._wholes_due = WHOLE_AFTER_BIG
 
     def close(self) -> None:
