@@ -155,8 +155,8 @@ def test_a_file_system_without_directory_fsync_is_not_an_error(tmp_path,
 
 # -- the property test ------------------------------------------------------------------------
 
-# What a delta need not repeat: a whole checkpoint is some 400 bytes, a delta some 50.
-NOISE = bytes((i * 97 + 13) * 31 % 251 for i in range(400))
+# What a delta need not repeat: a save of 1-2 KB, a delta of some 80 bytes.
+NOISE = bytes((i * 97 + 13) * 31 % 251 for i in range(1000))
 
 
 def play(directory, ops, rounds=10):

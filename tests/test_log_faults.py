@@ -30,8 +30,8 @@ def open_log(path, ops):
     raise AssertionError("the log did not open three times in a row")
 
 
-# What a delta need not repeat (a whole checkpoint is some 300 bytes, a delta some 50).
-NOISE = bytes((i * 97 + 13) * 31 % 251 for i in range(300))
+# What a delta need not repeat: a save of 1-2 KB, a delta of some 80 bytes.
+NOISE = bytes((i * 97 + 13) * 31 % 251 for i in range(1000))
 
 
 def session(path, ops):

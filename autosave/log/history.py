@@ -250,9 +250,11 @@ class CheckpointLog:
         self._settle()
         return self._records
 
-    def _settle(self) -> None:
+    def _settle(self, strict: bool = False) -> None:
+        """Append the checkpoints still compressing. ``strict``: a poisoned writer with
+        some in flight raises LogPoisonedError (a restore of one would find none)."""
         file = self.file
-        if file.writable and file.fd is not None and not file.poisoned and (
+        if file.writable and file.fd is not None and (strict or not file.poisoned) and (
                 os.getpid() == file.pid):
             self._writer.settle()
 
@@ -396,7 +398,7 @@ class CheckpointLog:
         ``replay(state, steps)``, which must re-execute ``steps`` steps without calling
         ``step()`` and return the resulting state."""
         record = self._record_at(position)
-        self._settle()                    # its checkpoint may be compressing still
+        self._settle(strict=True)         # its checkpoint may be compressing still
         check_restorable(self, record)
         # The nearest checkpoint at or before the position; an upgrade may have dropped
         # those of a branch (content.py), then its parent records in the node have one.
