@@ -615,3 +615,30 @@ def test_when_most_of_the_state_changes_checkpoints_go_whole(tmp_path):
             log.flush()                   # (the writer learns a delta's size when done)
         kinds = "".join("d" if is_delta(p) else "W" for p in checkpoint_payloads(log).values())
     assert kinds == "Wd" + "W" * 8 + "dW"
+
+
+def test_the_same_play_writes_the_same_file_however_the_thread_runs(tmp_path, monkeypatch):
+    """Events, offsets and whole-or-delta choices depend on the game's calls only."""
+    import time
+    images = []
+    for delay in (0.0, 0.004):
+        whole, delta = writer._whole, writer._delta
+
+        def slow(fn, delay=delay):
+            def run(*args):
+                time.sleep(delay)
+                return fn(*args)
+            return run
+        monkeypatch.setattr(writer, "_whole", slow(whole))
+        monkeypatch.setattr(writer, "_delta", slow(delta))
+        rng = random.Random(9)
+        path = tmp_path / f"g{delay}.log"
+        with CheckpointLog.open(path, checkpoint_every=1, full_every=4) as log:
+            log.enter("n")
+            for k in range(30):
+                log.step([rng.random() for _ in range(300 if k % 7 else 3000)])
+                if k % 5 == 4:
+                    log.flush()
+        monkeypatch.undo()
+        images.append(path.read_bytes())
+    assert images[0] == images[1]

@@ -245,14 +245,12 @@ class CheckpointLog:
 
     @property
     def records(self) -> dict[int, "NodeRecord"]:
-        """Record id -> NodeRecord, with every checkpoint taken so far in its
-        ``checkpoints`` (this waits for the ones still compressing)."""
+        """Record id -> NodeRecord, every checkpoint taken so far in (waits for them)."""
         self._settle()
         return self._records
 
     def _settle(self, strict: bool = False) -> None:
-        """Append the checkpoints still compressing. ``strict``: a poisoned writer with
-        some in flight raises LogPoisonedError (a restore of one would find none)."""
+        """Append the checkpoints still compressing (``strict``: even if poisoned)."""
         file = self.file
         if file.writable and file.fd is not None and (strict or not file.poisoned) and (
                 os.getpid() == file.pid):
@@ -342,9 +340,11 @@ class CheckpointLog:
             newest = nxt - self.checkpoint_every
         due = branch or nxt == record.first_step or checkpoint or (
             checkpoint is None and nxt - newest >= self.checkpoint_every)
-        # Serialized before anything changes: a state that cannot be saved leaves the
-        # history as it was. Compressed on the writer's thread.
+        # Serialized before anything changes: a state that cannot be saved (or a
+        # failure of the writer's thread) leaves the history as it was.
         data = dumps(state) if due else None
+        if data is not None:
+            self._writer.make_room()
         if branch:
             record = self._new_record(record.name, record.key, record, nxt)
             self._current = record
@@ -356,9 +356,12 @@ class CheckpointLog:
         return self.position
 
     def _checkpointed(self, record, step):
-        def done(offset):
-            record.checkpoints[step] = offset
-            self._events.append(["checkpoint", record.id, step, offset])
+        # The event takes its place now, its offset once the payload is appended: the
+        # same play writes the same events, however far the writer's thread got.
+        event = ["checkpoint", record.id, step, None]
+        self._events.append(event)
+        def done(offset):  # noqa: E306
+            record.checkpoints[step] = event[3] = offset
         return done
 
     def _check_order(self, record, nxt):
@@ -468,7 +471,10 @@ class CheckpointLog:
         if position is None:
             raise RuntimeError("bookmark() before any step")
         self._record_at(position)
-        self._writer.collect()
+        if screenshot is not None:
+            self._writer.settle()         # appended after the checkpoints before it
+        else:
+            self._writer.collect()
         shot = self.file.append(PAYLOAD, bytes(screenshot)) if screenshot is not None else 0
         mark = Bookmark(position, str(description), time.time(), shot, self)
         self._bookmarks[slot] = mark

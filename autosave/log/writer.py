@@ -35,7 +35,7 @@ class _Job:
     delta: bool
     future: Future
     done: Callable[[int], None]       # told the payload's offset once appended
-    chain: int                        # the chain it belongs to (a count of whole ones)
+    index: int                        # its place in the order checkpoints were taken
 
 
 def _whole(data: bytes, end: int) -> bytes:
@@ -61,35 +61,51 @@ class CheckpointWriter:
         self._base: bytes | None = None
         self._chain: list[int] = []
         self._last_offset = 0             # the payload offset of the newest appended
-        self._chains = 0                  # whole checkpoints taken: the current chain's id
-        self._wholes_due = 0              # whole ones to take before a delta (BIG_DELTA)
+        # Decisions depend only on what is known at points fixed by the game's calls,
+        # never on how far the thread got, so that the same play writes the same file:
+        # the outcomes of the checkpoints before ``_horizon`` (all, at a settle; all
+        # but the IN_FLIGHT - 1 newest, when a step waits for the oldest).
+        self._taken = 0                   # checkpoints submitted
+        self._horizon = 0
+        self._big: list[int] = []         # indices of the deltas that came out big
 
     def submit(self, data: bytes, done: Callable[[int], None]) -> None:
         """Queue the checkpoint of save ``data``; ``done(offset)`` is called on the
-        caller's thread once its payload is appended (at a later collect or settle)."""
-        while len(self._jobs) >= IN_FLIGHT:
-            self._collect_one()
+        caller's thread once its payload is appended (at a later collect or settle).
+        Call make_room() first: this raises nothing of the thread's."""
+        self.make_room()
+        index = self._taken
+        self._taken += 1
+        self._horizon = max(self._horizon, index - IN_FLIGHT + 1)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="autosave-log")
         base = self._base
-        delta = base is not None and self._wants_delta(len(data))
+        delta = base is not None and self._wants_delta(len(data), index)
         if base is not None and delta:
             future = self._pool.submit(_delta, data, base)
             self._chain.append(len(data))
         else:
-            future = self._pool.submit(_whole, data, self.file.size)
+            future = self._pool.submit(_whole, data, self.file.end)
             self._chain = [len(data)]
-            self._chains += 1
-            self._wholes_due = max(0, self._wholes_due - 1)
         self._base = data if self.full_every else None
-        self._jobs.append(_Job(data, delta, future, done, self._chains))
+        self._jobs.append(_Job(data, delta, future, done, index))
 
-    def _wants_delta(self, size: int) -> bool:
-        if len(self._chain) > self.full_every or self._wholes_due:
+    def _wants_delta(self, size: int, index: int) -> bool:
+        if len(self._chain) > self.full_every:
             return False
-        # The log is at least this large when the delta is appended: what it allows
-        # then, a reader allows later (docs/log-format.md, "Budget of a chain").
-        return chain_fits([*self._chain, size], self.file.size)
+        big = next((b for b in reversed(self._big) if b < self._horizon), None)
+        if big is not None and index - big <= WHOLE_AFTER_BIG:
+            return False
+        # The log is at least as large as its committed part when the delta is
+        # appended: what that allows, a reader allows later (docs/log-format.md,
+        # "Budget of a chain").
+        return chain_fits([*self._chain, size], self.file.end)
+
+    def make_room(self) -> None:
+        """Wait for the oldest checkpoints until a new one may be queued (raising a
+        failure of the thread's, before the caller changes anything)."""
+        while len(self._jobs) >= IN_FLIGHT:
+            self._collect_one()
 
     def collect(self) -> None:
         """Append the payloads done so far, in order, without waiting."""
@@ -100,6 +116,7 @@ class CheckpointWriter:
         """Append every queued payload, waiting for the thread."""
         while self._jobs:
             self._collect_one()
+        self._horizon = self._taken
 
     def _collect_one(self) -> None:
         job = self._jobs[0]
@@ -114,7 +131,7 @@ class CheckpointWriter:
         else:
             # Written whole on this thread, so the history keeps its checkpoint; the
             # deltas queued after it are taken against its bytes, which it still holds.
-            payload = compress_checkpoint(job.data, self.file.size)
+            payload = compress_checkpoint(job.data, self.file.end)
         offset = self.file.append(PAYLOAD, payload)
         self._jobs.popleft()
         self._last_offset = offset
@@ -126,10 +143,10 @@ class CheckpointWriter:
             raise error
 
     def _learn(self, job: _Job, size: int, ok: bool) -> None:
-        """Whether a delta of the current chain came out big (BIG_DELTA)."""
-        if job.chain == self._chains and job.delta and ok and (
-                size >= BIG_DELTA * len(job.data)):
-            self._wholes_due = WHOLE_AFTER_BIG
+        """Whether a delta came out big (BIG_DELTA)."""
+        if job.delta and ok and size >= BIG_DELTA * len(job.data):
+            self._big.append(job.index)
+            del self._big[:-IN_FLIGHT - 1]        # only the newest few can matter
 
     def close(self) -> None:
         """Stop the thread (what it has not done is dropped, as unflushed work is)."""
