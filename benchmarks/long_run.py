@@ -114,7 +114,9 @@ def measure(path, which, step):
 def large_state(path, mb):
     state = big_state(mb)
     data = autosave.dumps(state)
-    with autosave.CheckpointLog.open(path, checkpoint_every=1) as log:
+    # Whole checkpoints (full_every=0): the same state twice would make the second a
+    # delta of a few bytes (benchmarks/delta_log.py measures those).
+    with autosave.CheckpointLog.open(path, checkpoint_every=1, full_every=0) as log:
         log.enter("state")
         log.step(state)
         log.flush()

@@ -23,6 +23,7 @@ import autosave
 import autosave.files
 from autosave import CheckpointLog, CorruptLogError
 from autosave.log import LogFile
+from autosave.log.chain import is_delta
 from autosave.log.records import header_block
 
 from crashmodel import (RecordingOps, crash_state, marks_before, materialise, run_state,
@@ -154,6 +155,10 @@ def test_a_file_system_without_directory_fsync_is_not_an_error(tmp_path,
 
 # -- the property test ------------------------------------------------------------------------
 
+# What a delta need not repeat: a save of 1-2 KB, a delta of some 80 bytes.
+NOISE = bytes((i * 97 + 13) * 31 % 251 for i in range(1000))
+
+
 def play(directory, ops, rounds=10):
     """A play session: chapters, steps, bookmarks, flushes, a reopen half-way. Marks
     each flush that returned with every bookmark flushed so far."""
@@ -161,15 +166,16 @@ def play(directory, ops, rounds=10):
     flushed = {}
 
     def open_log():
+        # delta checkpoints, a whole one every 3: chains cross commits and the reopen
         return CheckpointLog.open(path, checkpoint_every=1, block_size=BLOCK,
-                                  deltas_per_snapshot=2, ops=ops)
+                                  deltas_per_snapshot=2, full_every=3, ops=ops)
 
     log = open_log()
     for k in range(rounds):
         if k % 3 == 0:
             log.enter(f"chapter{k}")
         for i in range(2):
-            state = {"k": k, "i": i, "text": "x" * (90 * k)}
+            state = {"k": k, "i": i, "text": "x" * (90 * k), "noise": NOISE}
             log.step(state)
         log.bookmark(f"m{k}")
         log.globals["k"] = k
@@ -187,7 +193,11 @@ def play(directory, ops, rounds=10):
 def recorded(tmp_path_factory):
     directory = tmp_path_factory.mktemp("recorded")
     ops = RecordingOps()
-    play(str(directory), ops)
+    path = play(str(directory), ops)
+    with CheckpointLog.open(path, writable=False) as log:
+        offsets = sorted(o for r in log.records.values() for o in r.checkpoints.values())
+        deltas = [o for o in offsets if is_delta(log.file.read(o)[1])]
+    assert len(deltas) >= len(offsets) // 3       # the crash states cover delta chains
     return ops.trace
 
 

@@ -10,6 +10,7 @@ import pytest
 from autosave import CheckpointLog
 from autosave.errors import LogPoisonedError
 from autosave.log import LogFile
+from autosave.log.chain import is_delta
 from autosave.log.faults import KINDS, FaultyOps, InjectedFault
 from autosave.log.records import PAYLOAD
 
@@ -21,11 +22,16 @@ def open_log(path, ops):
     is one call: the next attempt meets a working disk)."""
     for _ in range(3):
         try:
+            # delta checkpoints, a whole one every 3: chains cross commits and reopens
             return CheckpointLog.open(path, checkpoint_every=1, block_size=256,
-                                      deltas_per_snapshot=2, ops=ops)
+                                      deltas_per_snapshot=2, full_every=3, ops=ops)
         except InjectedFault:
             continue
     raise AssertionError("the log did not open three times in a row")
+
+
+# What a delta need not repeat: a save of 1-2 KB, a delta of some 80 bytes.
+NOISE = bytes((i * 97 + 13) * 31 % 251 for i in range(1000))
 
 
 def session(path, ops):
@@ -39,7 +45,7 @@ def session(path, ops):
         if k % 3 == 0 or log.position is None:      # (a reopen may find no position)
             log.enter(f"chapter{k}")
         for i in range(2):
-            state = {"k": k, "i": i, "text": "x" * (40 * k)}
+            state = {"k": k, "i": i, "text": "x" * (40 * k), "noise": NOISE}
             log.step(state)
         log.bookmark(f"m{k}", description=f"round {k}")
         waiting[f"m{k}"] = state
@@ -89,6 +95,10 @@ def clean_calls(tmp_path):
     ops = FaultyOps()
     flushed, _, _, _ = session(tmp_path / "clean.log", ops)
     assert sorted(flushed) == [f"m{k}" for k in range(ROUNDS)]
+    with CheckpointLog.open(tmp_path / "clean.log", writable=False) as log:
+        payloads = [log.file.read(o)[1] for r in log.records.values()
+                    for o in r.checkpoints.values()]
+    assert sum(map(is_delta, payloads)) >= len(payloads) // 3      # faults hit deltas too
     return ops.calls
 
 

@@ -388,7 +388,7 @@ def test_version_1_logs_are_read_and_upgraded(tmp_path):
     with CheckpointLog.open(path, checkpoint_every=1) as log:
         log.step({"hp": 8})
         log.bookmark("b")
-    assert path.read_bytes()[8] == 3
+    assert path.read_bytes()[8] == 4
     with CheckpointLog.open(path, writable=False) as log:
         assert log.restore(log.bookmarks["a"].position) == state
         assert log.restore(log.bookmarks["b"].position) == {"hp": 8}
@@ -407,16 +407,21 @@ def version_2_table(checkpoints):
 
 def test_version_2_logs_are_read_and_upgraded(tmp_path, monkeypatch):
     """Logs written before checkpoint tables were packed as differences open, restore
-    every position, and a writer goes on in version 3, snapshots included."""
+    every position, and a writer goes on in version 4, snapshots and delta checkpoints
+    included."""
     from autosave import CheckpointLog
     from autosave.log import file as log_file, history, records
+    from autosave.log.chain import is_delta
 
     path = tmp_path / "v2.log"
     with monkeypatch.context() as m:
         for module in (records, log_file):
             m.setattr(module, "VERSION", 2)
-        m.setattr(history, "pack_checkpoints", version_2_table)
-        with CheckpointLog.open(path, checkpoint_every=1, deltas_per_snapshot=2) as log:
+        m.setattr(history, "pack_row",
+                  lambda checkpoints, segments, append: (version_2_table(checkpoints), []))
+        # version 2 knew whole checkpoints only
+        with CheckpointLog.open(path, checkpoint_every=1, deltas_per_snapshot=2,
+                                full_every=0) as log:
             log.enter("n")
             for i in range(40):
                 log.step({"i": i})
@@ -430,9 +435,11 @@ def test_version_2_logs_are_read_and_upgraded(tmp_path, monkeypatch):
             log.step({"i": i})
             log.bookmark(f"b{i}")
             log.flush()
-    assert path.read_bytes()[8] == 3
+    assert path.read_bytes()[8] == 4
     with CheckpointLog.open(path, writable=False) as log:
         assert all(log.restore(log.bookmarks[f"b{i}"].position) == {"i": i} for i in range(80))
+        payloads = [log.file.read(log.records[0].checkpoints[i])[1] for i in range(80)]
+    assert not any(map(is_delta, payloads[:40])) and any(map(is_delta, payloads[41:]))
 
 
 @settings(max_examples=200, deadline=None)

@@ -89,6 +89,9 @@ def test_close_releases_the_file_when_its_flush_fails(path):
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 def test_a_forked_child_cannot_write_and_the_parent_loses_nothing(path):
     log = CheckpointLog.open(path, checkpoint_every=1)
+    log.enter("before")
+    for hp in range(3):         # the writer's thread running, checkpoints maybe in flight
+        log.step({"hp": hp, "pad": list(range(2000))})
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:                                # the child

@@ -15,7 +15,6 @@ attribute that ``__init__`` sets and a loaded instance lacks.
 import os
 import types
 import typing
-import zlib
 
 import attrs
 
@@ -25,7 +24,8 @@ from ..files import loads
 from ..format.forms import target
 from ..format.wire import ABSENT, MAGIC, STATE_FIELDS, decode, records_of
 from ..log.file import MAGIC as LOG_MAGIC
-from ..log.file import PAYLOAD, LogFile
+from ..log.file import LogFile
+from ..log.chain import read_checkpoint
 from ..log.history import CheckpointLog
 from ..model.registry import REGISTRY
 from ..model.schema import schema_of
@@ -112,11 +112,8 @@ def verify_log(path, content=None):
             for step, offset in sorted(record.checkpoints.items()):
                 where = f"the checkpoint of {record.name!r} at step {step}: "
                 try:
-                    kind, payload = file.read(offset)
-                    if kind != PAYLOAD:
-                        raise ValueError(f"a record of kind {kind}")
-                    data = zlib.decompress(payload)
-                except (ValueError, zlib.error, LoadError) as e:
+                    data = read_checkpoint(file, offset)      # whole or delta
+                except LoadError as e:
                     return FileResult(path, CORRUPT, type(e).__name__, where + str(e))
                 result = verify_save(path, data, where)
                 if result.status != OK:

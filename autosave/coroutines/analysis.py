@@ -3,6 +3,8 @@ at each resume point. A yield stores every local of the function (the ones not
 definitely bound there only when bound) and the hidden ones live after it."""
 
 import ast
+from collections.abc import Callable
+from typing import Any
 
 from .syntax import Ctx, ends_flow, is_resume, own_nodes, target_names
 
@@ -177,7 +179,7 @@ class Flow:
 
     # One transfer function per compound or jumping statement, each followed by its
     # table entry; a simple statement uses what it reads and kills what it binds.
-    LIVE = {}
+    LIVE: dict[type, Callable[..., Any]] = {}
 
     def live_resume(self, s, out, ctx):
         p = self.points[self.rng[id(s)][0]]

@@ -2,6 +2,8 @@
 before it kept in hidden temporaries so evaluation order is unchanged."""
 
 import ast
+from collections.abc import Callable
+from typing import Any
 
 from .syntax import (COMPREHENSIONS, SCOPES, YIELDS, assign, attr, call, compare, const,
                      has_yield, if_, is_resume, located, name, not_)
@@ -64,7 +66,7 @@ class Desugar:
 
     # One rewrite per kind of statement holding a yield, each followed by its table
     # entry: (statement, its Expressions, a temporary maker, its key) -> statements.
-    REWRITES = {}
+    REWRITES: dict[type, Callable[..., list[Any]]] = {}
 
     def expr_stmt(self, s, ex, temp, key):
         pre, res = ex.expr(s.value)

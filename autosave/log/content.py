@@ -183,7 +183,7 @@ class Report:
 def plan(log, content):
     """(events that upgrade ``log`` to ``content``, Report). Reads the log, changes
     nothing: the events are applied by replaying them, as a reopen would."""
-    table, records, report = log._content, log.records, Report()
+    table, records, report = log._content, log._records, Report()
     events = []
     names = dict.fromkeys(r.name for r in records.values())
     new_fid = {}
@@ -313,7 +313,7 @@ def plan(log, content):
     # Reached keys are the game's: those equal to a step key that a changed node
     # dropped, and that no node of the new content has, point at lines that are gone.
     old_hashes, new_hashes = set(), set()
-    for (old, new), m in maps.items():
+    for (old, _new), _m in maps.items():
         old_hashes.update(split(print_of(old)[1]))
     for name in names:
         hashes = print_of(new_fid[name])[1]

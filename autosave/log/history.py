@@ -25,8 +25,10 @@ from ..errors import CorruptLogError, ReadOnlyLogError, StepOrderError
 from ..files import dumps
 from .file import PAYLOAD, LogFile
 from .content import HASH_SIZE, Content, Report, Table, check_restorable, is_branch, plan
-from .records import compress_checkpoint, load_checkpoint, pack_checkpoints
+from .chain import load_checkpoint_at
+from .tables import newest_step, pack_row
 from .replay import Replay
+from .writer import CheckpointWriter
 
 _PLAIN_KEYS = (type(None), bool, int, str, bytes)
 # A node key tells apart entries of one node; reached keys are str, int or bytes.
@@ -77,10 +79,15 @@ class NodeRecord:
     checkpoints: dict = attrs.Factory(dict)   # step -> payload offset
     children: list = attrs.Factory(list)      # record ids, in creation order
     fid: int | None = None       # the content fingerprint it was recorded against
+    # [count, offset] of the table segments sealed so far: its smallest steps (tables.py)
+    segments: list = attrs.Factory(list)
 
-    def row(self):
+    def row(self, append):
+        """The record's snapshot row; ``append(bytes) -> offset`` writes the table
+        segments it seals."""
+        table, self.segments = pack_row(self.checkpoints, self.segments, append)
         row = [self.id, self.name, self.key, self.parent, self.parent_step, self.first_step,
-               self.last_step, pack_checkpoints(self.checkpoints)]
+               self.last_step, table]
         return row if self.fid is None else [*row, self.fid]
 
 
@@ -90,7 +97,7 @@ class Bookmark:
     description: str
     created: float
     screenshot_offset: int
-    _log: object = attrs.field(repr=False, eq=False)
+    _log: Any = attrs.field(repr=False, eq=False)
 
     @property
     def screenshot(self) -> bytes | None:
@@ -134,28 +141,35 @@ class CheckpointLog:
     """One player profile's whole history. See the module docstring and docs/log-format.md."""
 
     def __init__(self, file: LogFile, checkpoint_every: int, decode_globals: bool = True,
-                 content: ContentSource | None = None) -> None:
+                 content: ContentSource | None = None, full_every: int = 16) -> None:
         """A history over an open LogFile. With ``decode_globals=False`` the globals
         stay undecoded bytes (``globals`` is None): nothing the file names is built.
         ``content`` (node -> step keys, or a callable) upgrades the history to it: see
-        autosave/log/content.py and ``upgrade_report``."""
+        autosave/log/content.py and ``upgrade_report``. ``full_every``: a whole
+        checkpoint every so many delta checkpoints (0: whole ones only)."""
         if not isinstance(checkpoint_every, int) or checkpoint_every < 1:
             file.close()
             raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
+        if type(full_every) is not int or full_every < 0:
+            file.close()
+            raise ValueError(f"full_every must be an int >= 0, got {full_every!r}")
         self.file = file
         self.checkpoint_every = checkpoint_every
-        self.records = {}            # id -> NodeRecord
-        self.roots = []              # ids of records without a parent
-        self._bookmarks = {}         # slot -> Bookmark
+        # Compresses checkpoints off the game's thread (writer.py).
+        self._writer = CheckpointWriter(file, full_every)
+        self._taken: dict[int, int] = {}     # record id -> its newest checkpoint's step
+        self._records: dict[int, NodeRecord] = {}     # id -> NodeRecord
+        self.roots: list[int] = []   # ids of records without a parent
+        self._bookmarks: dict[str, Bookmark] = {}   # slot -> Bookmark
         self.reached = Reached(self)
         # None only with decode_globals=False (autosave inspect), which open() never asks
         self.globals: dict[str, Any] = {}
-        self._events = []            # metadata events not flushed yet
-        self._extended = {}          # record id -> last step, not flushed yet
+        self._events: list[Any] = []       # metadata events not flushed yet
+        self._extended: dict[int, int] = {}   # record id -> last step, not flushed yet
         self._saved_globals = dumps({})
-        self._saved_at = None        # (record id, step) as of the last flush
-        self._current = None         # NodeRecord
-        self._step = None            # current step in it (first_step - 1 before the first)
+        self._saved_at: tuple[int, int] | None = None   # (record id, step) as of the last flush
+        self._current: NodeRecord | None = None
+        self._step: int = 0          # current step in it (first_step - 1 before the first)
         self._reentered = False      # entered an existing record: its first step is reused
         self._bare = False           # enter() was not given the state the node starts from
         self._content = Table()      # content fingerprints (content.py)
@@ -177,20 +191,24 @@ class CheckpointLog:
     @classmethod
     def open(cls, path: str | os.PathLike[str], checkpoint_every: int = 10, *,
              writable: bool = True, content: ContentSource | None = None,
-             **file_options: Any) -> Self:
+             full_every: int = 16, **file_options: Any) -> Self:
         """Open (or create) the log at ``path`` for writing (one writer at a time), or
         with ``writable=False`` for reading: then every mutation raises ReadOnlyLogError.
 
         ``content``: the game's content, node name -> [step key, ...] (or a callable
         node -> keys, None for a node it no longer has). A history recorded against
-        other content is upgraded to it, in one commit: see ``upgrade_report``."""
+        other content is upgraded to it, in one commit: see ``upgrade_report``.
+
+        ``full_every``: checkpoints after the first hold only what changed since the one
+        before (delta checkpoints), with a whole one every ``full_every`` deltas; 0
+        writes whole ones only (docs/log-format.md, "Checkpoints")."""
         return cls(LogFile(path, writable=writable, **file_options), checkpoint_every,
-                   content=content)
+                   content=content, full_every=full_every)
 
     def _upgrade(self):
         """Map the history onto the current content (content.plan), apply the events
         as a reopen would replay them, and commit them (a reader keeps them in memory)."""
-        for record in self.records.values():
+        for record in self._records.values():
             self._source.hashes(record.name)     # the game's content errors are its own
         replay = Replay(self)
         # Whatever the history holds (it may be forged), planning gives events or a
@@ -224,6 +242,19 @@ class CheckpointLog:
         if fid is None or self._content.prints[fid][1] != hashes:
             fid = self._content.add(name, hashes)
             self._events.append(["content", fid, name, hashes])
+
+    @property
+    def records(self) -> dict[int, "NodeRecord"]:
+        """Record id -> NodeRecord, every checkpoint taken so far in (waits for them)."""
+        self._settle()
+        return self._records
+
+    def _settle(self, strict: bool = False) -> None:
+        """Append the checkpoints still compressing (``strict``: even if poisoned)."""
+        file = self.file
+        if file.writable and file.fd is not None and (strict or not file.poisoned) and (
+                os.getpid() == file.pid):
+            self._writer.settle()
 
     @property
     def recovered(self) -> int:
@@ -266,13 +297,13 @@ class CheckpointLog:
             except BaseException:
                 self._bare = True        # a state that could not be recorded is no start
                 raise
-        return self.position
+        return self._here()
 
     def _enter(self, node, key):
         parent = self._current
         siblings = parent.children if parent is not None else self.roots
         for rid in siblings:
-            record = self.records[rid]
+            record = self._records[rid]
             if record.name == node and record.key == key and record.first_step == 0 and (
                     parent is None or record.parent_step == self._step):
                 self._current, self._step, self._reentered = record, -1, True
@@ -288,6 +319,7 @@ class CheckpointLog:
         steps, or when ``checkpoint`` is True (never when it is False, except at a
         record's first step)."""
         self.file.check_writable()
+        self._writer.collect()            # a failure on the writer thread surfaces here
         record = self._current
         if record is None:
             raise RuntimeError("step() before enter(): there is no node to step in")
@@ -298,24 +330,39 @@ class CheckpointLog:
         branch = nxt <= record.last_step
         if branch and self._reentered and nxt == record.first_step:
             self._step, self._reentered = nxt, False         # the same start, reached again
-            return self.position
-        # Checkpoints are added in step order, so the newest is the last key.
-        since = nxt - next(reversed(record.checkpoints), nxt - self.checkpoint_every)
+            return self._here()
+        # Checkpoints are added in step order, so the newest is the last key (or one
+        # still compressing).
+        newest = self._taken.get(record.id)
+        if newest is None:
+            newest = newest_step(record.checkpoints)
+        if newest is None:
+            newest = nxt - self.checkpoint_every
         due = branch or nxt == record.first_step or checkpoint or (
-            checkpoint is None and since >= self.checkpoint_every)
-        # Serialized before anything changes: a state that cannot be saved leaves the
-        # history as it was.
-        payload = compress_checkpoint(dumps(state), self.file.size) if due else None
+            checkpoint is None and nxt - newest >= self.checkpoint_every)
+        # Serialized before anything changes: a state that cannot be saved (or a
+        # failure of the writer's thread) leaves the history as it was.
+        data = dumps(state) if due else None
+        if data is not None:
+            self._writer.make_room()
         if branch:
             record = self._new_record(record.name, record.key, record, nxt)
             self._current = record
         self._reentered = False
         record.last_step = self._extended[record.id] = self._step = nxt
-        if payload is not None:
-            offset = self.file.append(PAYLOAD, payload)
-            record.checkpoints[nxt] = offset
-            self._events.append(["checkpoint", record.id, nxt, offset])
-        return self.position
+        if data is not None:
+            self._taken[record.id] = nxt
+            self._writer.submit(data, self._checkpointed(record, nxt))
+        return self._here()
+
+    def _checkpointed(self, record, step):
+        # The event takes its place now, its offset once the payload is appended: the
+        # same play writes the same events, however far the writer's thread got.
+        event = ["checkpoint", record.id, step, None]
+        self._events.append(event)
+        def done(offset):  # noqa: E306
+            record.checkpoints[step] = event[3] = offset
+        return done
 
     def _check_order(self, record, nxt):
         """Under content, step *i* must hold the state before line *i* (docs/log.md): a
@@ -338,6 +385,12 @@ class CheckpointLog:
                 f"that ran; after restore() the restored state is already recorded: "
                 f"advance before stepping (docs/log.md)")
 
+    def _here(self) -> Position:
+        # after enter() or step(): the log is at a node
+        here = self.position
+        assert here is not None
+        return here
+
     @property
     def position(self) -> Position | None:
         """The Position of the last step (step first_step - 1 right after enter)."""
@@ -354,25 +407,21 @@ class CheckpointLog:
         ``replay(state, steps)``, which must re-execute ``steps`` steps without calling
         ``step()`` and return the resulting state."""
         record = self._record_at(position)
+        self._settle(strict=True)         # its checkpoint may be compressing still
         check_restorable(self, record)
         # The nearest checkpoint at or before the position; an upgrade may have dropped
         # those of a branch (content.py), then its parent records in the node have one.
         holder, step = record, position.step
         while True:
             at = [s for s in holder.checkpoints if s <= step]
-            if at or not is_branch(self.records, holder):
+            if at or not is_branch(self._records, holder):
                 break
-            holder, step = self.records[holder.parent], holder.parent_step
+            holder, step = self._records[holder.parent], holder.parent_step or 0
         if not at:            # only a forged file: every record of a node starts with one
             raise CorruptLogError(f"{self.file.path}: no checkpoint at or before {position} "
                                   f"in record #{holder.id} or the records it branches from")
         base = max(at)
-        offset = holder.checkpoints[base]
-        kind, payload = self.file.read(offset)
-        if kind != PAYLOAD:
-            raise CorruptLogError(f"{self.file.path}: the checkpoint at offset {offset} is a "
-                                  f"record of kind {kind}, not a payload")
-        state = load_checkpoint(self.file.path, offset, payload, self.file.size)
+        state = load_checkpoint_at(self.file, holder.checkpoints[base])
         steps = position.step - base
         if steps:
             if replay is None:
@@ -397,16 +446,16 @@ class CheckpointLog:
             n -= step - record.first_step + 1
             if record.parent is None:
                 raise ValueError("back() goes before the first step of the history")
-            record, step = self.records[record.parent], record.parent_step
+            record, step = self._records[record.parent], record.parent_step or 0
 
     def history(self) -> list[tuple[str, int, int]]:
         """[(node name, first step, last step)] of the path from the root to here."""
-        out = []
+        out: list[tuple[str, int, int]] = []
         record, step = self._current, self._step
         while record is not None:
             out.append((record.name, record.first_step, step))
-            step = record.parent_step
-            record = self.records[record.parent] if record.parent is not None else None
+            step = record.parent_step or 0
+            record = self._records[record.parent] if record.parent is not None else None
         return out[::-1]
 
     # -- bookmarks --------------------------------------------------------------------------
@@ -428,6 +477,10 @@ class CheckpointLog:
         if position is None:
             raise RuntimeError("bookmark() before any step")
         self._record_at(position)
+        if screenshot is not None:
+            self._writer.settle()         # appended after the checkpoints before it
+        else:
+            self._writer.collect()
         shot = self.file.append(PAYLOAD, bytes(screenshot)) if screenshot is not None else 0
         mark = Bookmark(position, str(description), time.time(), shot, self)
         self._bookmarks[slot] = mark
@@ -450,12 +503,13 @@ class CheckpointLog:
         stay pending for the next flush, unless the writer is poisoned
         (LogPoisonedError: close and reopen; see docs/log-format.md)."""
         self.file.check_writable()
+        self._writer.settle()
         events = self._events + [["steps", rid, last] for rid, last in self._extended.items()]
         saved = dumps(self.globals)
         if saved != self._saved_globals:
             events.append(["globals", saved])
         at = (self._current.id, self._step) if self._current is not None else None
-        if at != self._saved_at:
+        if at is not None and at != self._saved_at:     # None only before the first enter
             events.append(["at", *at])
         self.file.commit(events, lambda: self._state(saved, at))
         self._events = []
@@ -472,6 +526,7 @@ class CheckpointLog:
             if file.writable and not file.poisoned and os.getpid() == file.pid:
                 self.flush()
         finally:
+            self._writer.close()
             file.close()
 
     def __enter__(self) -> Self:
@@ -481,6 +536,7 @@ class CheckpointLog:
         if exc_type is None:
             self.close()
         else:
+            self._writer.close()
             self.file.close()        # unflushed work is lost, as after a crash
 
     # -- internals -----------------------------------------------------------------------
@@ -493,27 +549,29 @@ class CheckpointLog:
         return Bookmark(Position(record.name, step, record.id), description, created, shot, self)
 
     def _new_record(self, name, key, parent, first_step):
-        rid = len(self.records)
+        rid = len(self._records)
         record = NodeRecord(rid, name, key, parent.id if parent else None,
                             self._step if parent else None, first_step, first_step - 1,
                             fid=self._content.current.get(name))
-        self.records[rid] = record
+        self._records[rid] = record
         (parent.children if parent else self.roots).append(rid)
         self._events.append(["node", rid, name, key, record.parent, record.parent_step,
                              first_step])
         return record
 
     def _record_at(self, position):
-        record = self.records.get(getattr(position, "record", None))
+        record = self._records.get(getattr(position, "record", None))
         if record is None or record.name != position.node or not (
                 record.first_step <= position.step <= record.last_step):
             raise ValueError(f"{position!r} is not a step of this log's history")
         return record
 
     def _state(self, saved_globals, at):
+        def append(segment):
+            return self.file.append(PAYLOAD, segment)
         content = {"content": self._content.rows()} if self._content.prints else {}
         return {**content,
-            "records": [r.row() for r in self.records.values()],
+            "records": [r.row(append) for r in self._records.values()],
             "bookmarks": [[slot, b.position.record, b.position.step, b.description, b.created,
                            b.screenshot_offset] for slot, b in self._bookmarks.items()],
             "reached": sorted(self.reached, key=lambda k: (type(k).__name__, k)),

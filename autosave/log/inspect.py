@@ -16,7 +16,7 @@ from ..errors import FormatError, LoadError
 from ..format.wire import sizes_by_class
 from .file import LogFile
 from .history import CheckpointLog
-from .records import inflate_checkpoint
+from .chain import read_checkpoint
 
 MAX_INDENT = 32         # deeper nodes print their depth instead of more spaces
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
@@ -93,7 +93,7 @@ def inspect_log(path, top, out=None, content=None):
         if offsets:
             newest = max(offsets)
             say(f"newest checkpoint (offset {newest}), by class:")
-            data = inflate_checkpoint(file.path, newest, file.read(newest)[1], file.size)
+            data = read_checkpoint(file, newest)
             try:
                 print_sizes_by_class(data, top, indent="  ", out=out)
             except LoadError as e:

@@ -3,11 +3,7 @@ record framing into chunks, and the metadata record's envelope."""
 
 import gc
 import struct
-import sys
 import zlib
-from array import array
-from itertools import accumulate, chain
-from operator import sub
 
 import attrs
 import msgpack
@@ -15,12 +11,12 @@ import xxhash
 
 from ..errors import CorruptLogError
 from ..files import loads
-from ..checks.limits import (DECODE_MEMORY_PER_BYTE, WORK_PER_BYTE, Budget, OverBudget, charge,
-                      file_budget)
+from ..checks.limits import (DECODE_MEMORY_PER_BYTE, WORK_PER_BYTE, Budget, OverBudget,
+                             file_budget)
 
 MAGIC = b"\x89ASVLOG\n"
-VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)     # version 1 metadata records carry no commit number;
+VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)  # version 1 metadata records carry no commit number;
                                   # versions 1 and 2 hold checkpoint tables unpacked
 BLOCK_SIZE = 4096
 MIN_BLOCK, MAX_BLOCK = 256, 65536  # a chunk's u16 length must cover a block
@@ -284,49 +280,6 @@ def load_checkpoint(path, offset, packed, log_size):
             raise
 
 
-# Version 3: a checkpoint table as [TABLE, count, zlib stream of little-endian int64:
-# the count step differences, then the count offset differences] (each from the one
-# before, the first from 0), in step order. Steps go up by one and offsets by a
-# checkpoint's size, so the stream is a fraction of the 16 bytes per checkpoint of
-# version 2's int64 pairs: snapshots shrink as much, and with them the deltas an open
-# may replay after one (docs/log-format.md).
-TABLE = "zd"
-TABLE_MEMORY_PER_BYTE = 12       # a dict entry and two ints per 16 bytes of table
-
-
-def pack_checkpoints(checkpoints):
-    """step -> offset as a version 3 table: a snapshot's bulk, read back (and checked)
-    at C speed."""
-    steps = sorted(checkpoints)
-    offsets = [checkpoints[step] for step in steps]
-    diffs = array("q", map(sub, steps, chain((0,), steps)))
-    diffs.extend(map(sub, offsets, chain((0,), offsets)))
-    if sys.byteorder == "big":
-        diffs.byteswap()
-    return [TABLE, len(steps), zlib.compress(diffs.tobytes(), 1)]
-
-
-def unpack_checkpoints(count, packed):
-    """(steps, offsets) of a version 3 table, as iterables; ValueError if it is not one. The table's
-    memory is charged to the log's budget before it is inflated (a small stream may
-    claim millions of checkpoints)."""
-    if type(count) is not int or count < 0 or type(packed) is not bytes:
-        raise ValueError("not [count, bytes]")
-    size = 16 * count
-    charge(TABLE_MEMORY_PER_BYTE * size, count, f"a table of {count:,} checkpoints")
-    inflater = zlib.decompressobj()
-    try:
-        raw = inflater.decompress(packed, size + 1)
-    except zlib.error:
-        raise ValueError("not a zlib stream") from None
-    if len(raw) != size or not inflater.eof or inflater.unused_data:
-        raise ValueError(f"not {count} int64 step and offset differences")
-    diffs = array("q", raw)
-    if sys.byteorder == "big":
-        diffs.byteswap()
-    # a record's steps are mostly consecutive: a range, no list of ints to build
-    if count and diffs[1:count].count(1) == count - 1:
-        steps = range(diffs[0], diffs[0] + count)
-    else:
-        steps = accumulate(diffs[:count])
-    return steps, accumulate(diffs[count:])
+# Checkpoint tables live in tables.py; these names are read from here too.
+from .tables import (TABLE, TABLE_MEMORY_PER_BYTE, CheckpointTable, charge_table,  # noqa: E402,F401
+                     newest_step, pack_checkpoints, unpack_checkpoints)

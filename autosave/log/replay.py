@@ -16,7 +16,8 @@ from ..errors import CorruptLogError, LoadError
 from ..files import collector_paused, loads
 from ..checks.limits import OverBudget, file_budget
 from .content import is_branch
-from .records import TABLE, unpack_checkpoints
+from .file import PAYLOAD
+from .tables import SEGMENTED, TABLE, CheckpointTable, charge_table
 
 PLAIN_KEYS = (type(None), bool, int, str, bytes)
 REACHED_KEYS = {type(None), int, str, bytes}
@@ -32,7 +33,7 @@ class Replay:
     def __init__(self, log):
         self.log = log
         self.file = log.file
-        self.records, self.roots = log.records, log.roots
+        self.records, self.roots = log._records, log.roots
         self.first_offset = self.file.block_size       # where payload records may be
         self.end = self.file.end
         self.globals_at = None                         # offset of the newest globals
@@ -144,12 +145,21 @@ class Replay:
     def row_checkpoints(self, rid, packed, record):
         """The checkpoints of a snapshot row: a version 3 table, int64 pairs (version 2)
         or [step, offset] lists (version 1)."""
-        if type(packed) is list and len(packed) == 3 and packed[0] == TABLE:
+        if type(packed) is list and len(packed) == 3 and packed[0] in (TABLE, SEGMENTED):
+            segments, tail = [], packed
+            if packed[0] == SEGMENTED:
+                segments, tail = self.segments(rid, packed[1]), packed[2]
+            if type(tail) is not list or len(tail) != 3 or tail[0] != TABLE:
+                raise Invalid(f"the checkpoints of record {rid} end in no table")
             try:
-                steps, offsets = unpack_checkpoints(packed[1], packed[2])
-            except (ValueError, OverBudget) as e:
+                charge_table(tail[1] + sum(count for count, _ in segments), tail[2])
+            except (ValueError, OverBudget, TypeError) as e:
                 raise Invalid(f"the checkpoints of record {rid} are not a table: "
                               f"{e}") from None
+            # inflated when first used: opening stays as fast however long the history
+            record.segments = segments
+            return CheckpointTable(tail[1], tail[2], self.file.path, self.offset, rid,
+                                   segments, self.segment)
         elif type(packed) is bytes:
             if len(packed) % 16:
                 raise Invalid(f"the checkpoints of record {rid} are not int64 pairs")
@@ -173,6 +183,24 @@ class Replay:
         # a step out of its record's range could only pick a different checkpoint, which
         # a forged file can do anyway.
         return dict(zip(steps, offsets))
+
+    def segments(self, rid, segments):
+        """A segmented table's [[count, offset], ...]: counts ints >= 0 (charged with the
+        tail), offsets of earlier records (checked when read)."""
+        if type(segments) is not list or not all(
+                type(seg) is list and len(seg) == 2 and type(seg[0]) is int and seg[0] >= 0
+                and type(seg[1]) is int for seg in segments):
+            raise Invalid(f"the segments of record {rid}'s checkpoints are not [count, "
+                          f"offset] pairs")
+        return segments
+
+    def segment(self, offset):
+        """The stream of a table segment, a payload record (read when first used)."""
+        kind, body = self.file.read(offset)
+        if kind != PAYLOAD:
+            raise CorruptLogError(f"{self.file.path}: the record at offset {offset} is of "
+                                  f"kind {kind}, not a table segment")
+        return body
 
     # -- events ---------------------------------------------------------------------------
 
@@ -270,6 +298,7 @@ class Replay:
         if (parent_step is None) != (record.parent is None) or not (
                 parent_step is None or type(parent_step) is int):
             raise Invalid(f"the remapped parent step of record {rid} does not fit its parent")
+        record.segments = []
         record.checkpoints = self.row_checkpoints(rid, checkpoints, record)
         record.fid, record.first_step, record.last_step = fid, first, last
         record.parent_step = parent_step
