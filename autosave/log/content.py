@@ -183,88 +183,122 @@ class Report:
 def plan(log, content):
     """(events that upgrade ``log`` to ``content``, Report). Reads the log, changes
     nothing: the events are applied by replaying them, as a reopen would."""
-    table, records, report = log._content, log._records, Report()
-    events = []
-    names = dict.fromkeys(r.name for r in records.values())
-    new_fid = {}
-    for name in names:
-        hashes = content.hashes(name)
-        fid = table.current.get(name)
-        if fid is not None and table.prints[fid][1] == hashes:
-            new_fid[name] = fid
-        else:
-            new_fid[name] = len(table.prints) + len(events)
-            events.append(["content", new_fid[name], name, hashes])
-    fresh = {e[1]: (e[2], e[3]) for e in events}
+    return ContentUpgrade(log, content).plan()
 
-    def print_of(fid):
-        return fresh[fid] if fid in fresh else table.prints[fid]
 
-    maps, geometry = {}, {}       # (old fid, new fid) -> StepMap; rid -> new (first, last)
+class ContentUpgrade:
+    """The events that move a log's records, bookmarks, position and reached keys to
+    changed content, each step a method: new content prints, remapped records, the
+    nodes' report, bookmarks, the position, reached keys."""
 
-    def step_map(old, new):
-        if (old, new) not in maps:
-            maps[old, new] = StepMap(print_of(old)[1], print_of(new)[1])
-        return maps[old, new]
+    def __init__(self, log, content):
+        self.log, self.content = log, content
+        self.table, self.records, self.report = log._content, log._records, Report()
+        self.events = []
+        self.names = dict.fromkeys(r.name for r in self.records.values())
+        self.new_fid = {}         # node name -> its content print under the new content
+        self.fresh = {}           # new print id -> (name, hashes)
+        self.maps = {}            # (old fid, new fid) -> StepMap
+        self.geometry = {}        # record id -> new (first, last)
+        self.kinds = {}           # node name -> "changed" / "adopted"
 
-    def mapping(record):
-        """The StepMap of a record that is remapped, else None."""
-        target = new_fid[record.name]
-        if record.fid == target or print_of(target)[1] is None:
+    def plan(self):
+        self.add_prints()
+        self.remap_records()
+        self.report_nodes()
+        self.move_bookmarks()
+        self.move_position()
+        self.drop_reached()
+        return self.events, self.report
+
+    def add_prints(self):
+        """A content event for each node whose step hashes changed."""
+        table = self.table
+        for name in self.names:
+            hashes = self.content.hashes(name)
+            fid = table.current.get(name)
+            if fid is not None and table.prints[fid][1] == hashes:
+                self.new_fid[name] = fid
+            else:
+                self.new_fid[name] = len(table.prints) + len(self.events)
+                self.events.append(["content", self.new_fid[name], name, hashes])
+        self.fresh = {e[1]: (e[2], e[3]) for e in self.events}
+
+    def print_of(self, fid):
+        return self.fresh[fid] if fid in self.fresh else self.table.prints[fid]
+
+    def step_map(self, old, new):
+        if (old, new) not in self.maps:
+            self.maps[old, new] = StepMap(self.print_of(old)[1], self.print_of(new)[1])
+        return self.maps[old, new]
+
+    def mapping(self, record):
+        """The StepMap of a record that is remapped, "adopt", or None."""
+        target = self.new_fid[record.name]
+        if record.fid == target or self.print_of(target)[1] is None:
             return None
-        if record.fid is None or print_of(record.fid)[1] is None:
+        if record.fid is None or self.print_of(record.fid)[1] is None:
             return "adopt"       # recorded without content, or in a node now back
-        return step_map(record.fid, target)
+        return self.step_map(record.fid, target)
 
-    kinds = {}
-    for record in records.values():          # ids ascend: parents come first
-        m = mapping(record)
+    def new_parent_step(self, record):
+        """The step of its parent a record branches from, under the new content."""
         parent_step = record.parent_step
-        if record.parent is not None and record.parent in geometry:
-            parent = records[record.parent]
-            pm = mapping(parent)
-            first, last = geometry[record.parent]
+        if record.parent is not None and record.parent in self.geometry:
+            parent = self.records[record.parent]
+            parent_map = self.mapping(parent)
+            first, last = self.geometry[record.parent]
             if parent_step < parent.first_step:
                 parent_step = first - 1
-            elif isinstance(pm, StepMap):
-                parent_step = min(max(pm.before(parent_step), first - 1), last)
-        if m is None and parent_step == record.parent_step:
-            continue
-        if isinstance(m, StepMap):
-            kinds.setdefault(record.name, "changed")
-            first = parent_step + 1 if is_branch(records, record) else 0
-            last = max(m.before(record.last_step), first - 1) \
-                if record.last_step >= record.first_step else first - 1
-            checkpoints = {s: o for s, o in record.checkpoints.items()
-                           if s <= m.prefix and first <= s <= last}
-        else:
-            if m == "adopt":
-                kinds.setdefault(record.name, "adopted")
-            first, last, checkpoints = record.first_step, record.last_step, record.checkpoints
-        geometry[record.id] = (first, last)
-        report.records += 1
-        fid = new_fid[record.name] if m is not None else record.fid
-        events.append(["remap", record.id, fid, first, last, parent_step,
-                       pack_checkpoints(checkpoints)])
+            elif isinstance(parent_map, StepMap):
+                parent_step = min(max(parent_map.before(parent_step), first - 1), last)
+        return parent_step
 
-    for name in names:
-        hashes = print_of(new_fid[name])[1]
-        status = kinds.get(name, "unchanged")
-        if hashes is None:
-            status = "removed"
-        entry = {"status": status, "hash": node_hash(hashes)}
-        if status == "changed":
-            ms = [m for (old, new), m in maps.items() if print_of(new)[0] == name]
-            current = [m for (old, new), m in maps.items()
-                       if print_of(new)[0] == name and old == table.current.get(name)]
-            entry["steps"] = (current or ms)[0].pairs()
-        report.nodes[name] = entry
+    def remap_records(self):
+        records = self.records
+        for record in records.values():          # ids ascend: parents come first
+            m = self.mapping(record)
+            parent_step = self.new_parent_step(record)
+            if m is None and parent_step == record.parent_step:
+                continue
+            if isinstance(m, StepMap):
+                self.kinds.setdefault(record.name, "changed")
+                first = parent_step + 1 if is_branch(records, record) else 0
+                last = max(m.before(record.last_step), first - 1) \
+                    if record.last_step >= record.first_step else first - 1
+                checkpoints = {s: o for s, o in record.checkpoints.items()
+                               if s <= m.prefix and first <= s <= last}
+            else:
+                if m == "adopt":
+                    self.kinds.setdefault(record.name, "adopted")
+                first, last, checkpoints = record.first_step, record.last_step, \
+                    record.checkpoints
+            self.geometry[record.id] = (first, last)
+            self.report.records += 1
+            fid = self.new_fid[record.name] if m is not None else record.fid
+            self.events.append(["remap", record.id, fid, first, last, parent_step,
+                                pack_checkpoints(checkpoints)])
 
-    def move(record, step):
-        """(record, step) of old ``step`` of ``record`` under the new content, and a
-        note; None if it is lost."""
-        m = mapping(record)
-        if print_of(new_fid[record.name])[1] is None:
+    def report_nodes(self):
+        for name in self.names:
+            hashes = self.print_of(self.new_fid[name])[1]
+            status = self.kinds.get(name, "unchanged")
+            if hashes is None:
+                status = "removed"
+            entry = {"status": status, "hash": node_hash(hashes)}
+            if status == "changed":
+                ms = [m for (_, new), m in self.maps.items() if self.print_of(new)[0] == name]
+                current = [m for (old, new), m in self.maps.items()
+                           if self.print_of(new)[0] == name
+                           and old == self.table.current.get(name)]
+                entry["steps"] = (current or ms)[0].pairs()
+            self.report.nodes[name] = entry
+
+    def move(self, record, step):
+        """(record, step, note) of old ``step`` of ``record`` under the new content;
+        None if it is lost."""
+        m = self.mapping(record)
+        if self.print_of(self.new_fid[record.name])[1] is None:
             return None
         if not isinstance(m, StepMap):
             return record, step, None
@@ -276,60 +310,65 @@ def plan(log, content):
                 return None
             note = "its step was removed: moved to the nearest step before it"
         target = record
-        while new < geometry.get(target.id, (target.first_step,))[0] and is_branch(records,
-                                                                                   target):
-            target = records[target.parent]
+        while new < self.geometry.get(target.id, (target.first_step,))[0] and is_branch(
+                self.records, target):
+            target = self.records[target.parent]
         return target, new, note
 
-    for slot, mark in log._bookmarks.items():
-        record = records[mark.position.record]
-        old = mark.position.step
-        moved = move(record, old)
-        if moved is None:
-            gone = print_of(new_fid[record.name])[1] is None
-            report.bookmarks[slot] = {"status": "lost", "node": record.name, "old": old,
-                                      "new": None, "note": "its node was removed" if gone
-                                      else "its node has no steps left"}
-            events.append(["unbookmark", slot])
-            continue
-        target, new, note = moved
-        status = "kept" if (target.id, new) == (record.id, old) else "moved"
-        report.bookmarks[slot] = {"status": status, "node": record.name, "old": old,
-                                  "new": new, "note": note}
-        if status == "moved":
-            events.append(["bookmark", slot, target.id, new, mark.description, mark.created,
-                           mark.screenshot_offset])
+    def move_bookmarks(self):
+        report, events = self.report, self.events
+        for slot, mark in self.log._bookmarks.items():
+            record = self.records[mark.position.record]
+            old = mark.position.step
+            moved = self.move(record, old)
+            if moved is None:
+                gone = self.print_of(self.new_fid[record.name])[1] is None
+                report.bookmarks[slot] = {"status": "lost", "node": record.name, "old": old,
+                                          "new": None, "note": "its node was removed" if gone
+                                          else "its node has no steps left"}
+                events.append(["unbookmark", slot])
+                continue
+            target, new, note = moved
+            status = "kept" if (target.id, new) == (record.id, old) else "moved"
+            report.bookmarks[slot] = {"status": status, "node": record.name, "old": old,
+                                      "new": new, "note": note}
+            if status == "moved":
+                events.append(["bookmark", slot, target.id, new, mark.description,
+                               mark.created, mark.screenshot_offset])
 
-    if log._current is not None and log._current.id in geometry:
+    def move_position(self):
+        log = self.log
+        if log._current is None or log._current.id not in self.geometry:
+            return
         record, step = log._current, log._step
-        first, last = geometry[record.id]
-        m = mapping(record)
+        first, last = self.geometry[record.id]
+        m = self.mapping(record)
         if isinstance(m, StepMap) and step >= record.first_step:
             step = min(max(m.before(step), first - 1), last)
         elif isinstance(m, StepMap):
             step = first - 1
-        events.append(["at", record.id, step])
+        self.events.append(["at", record.id, step])
 
-    # Reached keys are the game's: those equal to a step key that a changed node
-    # dropped, and that no node of the new content has, point at lines that are gone.
-    old_hashes, new_hashes = set(), set()
-    for (old, _new), _m in maps.items():
-        old_hashes.update(split(print_of(old)[1]))
-    for name in names:
-        hashes = print_of(new_fid[name])[1]
-        if hashes is not None:
-            new_hashes.update(split(hashes))
-    removed_fids = {r.fid for r in records.values()
-                    if r.fid is not None and print_of(new_fid[r.name])[1] is None}
-    for fid in removed_fids:
-        old_hashes.update(split(print_of(fid)[1] or b""))
-    gone = old_hashes - new_hashes
-    if gone:
-        for key in sorted(log.reached, key=lambda k: (type(k).__name__, k)):
-            if type(key) in (str, bytes, int) and step_hash(key) in gone:
-                report.reached_dropped.append(key)
-                events.append(["unreach", key])
-    return events, report
+    def drop_reached(self):
+        """Reached keys are the game's: those equal to a step key that a changed node
+        dropped, and that no node of the new content has, point at lines that are gone."""
+        old_hashes, new_hashes = set(), set()
+        for old, _ in self.maps:
+            old_hashes.update(split(self.print_of(old)[1]))
+        for name in self.names:
+            hashes = self.print_of(self.new_fid[name])[1]
+            if hashes is not None:
+                new_hashes.update(split(hashes))
+        removed_fids = {r.fid for r in self.records.values() if r.fid is not None
+                        and self.print_of(self.new_fid[r.name])[1] is None}
+        for fid in removed_fids:
+            old_hashes.update(split(self.print_of(fid)[1] or b""))
+        gone = old_hashes - new_hashes
+        if gone:
+            for key in sorted(self.log.reached, key=lambda k: (type(k).__name__, k)):
+                if type(key) in (str, bytes, int) and step_hash(key) in gone:
+                    self.report.reached_dropped.append(key)
+                    self.events.append(["unreach", key])
 
 
 def check_restorable(log, record):
