@@ -18,8 +18,8 @@ import attrs
 from ..model.adapters import ADAPTERS_BY_NAME
 from ..errors import FormatError
 from ..format.forms import target as reference_target
+from ..checks.limits import FLOOD_MIN, OverBudget, check_flood, file_budget
 from ..format.wire import ABSENT, records_of
-from ..checks.limits import FLOOD_MIN, check_flood
 
 COROUTINE = "autosave.coroutine"
 MAPPINGS = {"builtins.dict", "collections.OrderedDict", "collections.Counter"}
@@ -56,8 +56,14 @@ class Side:
     def __init__(self, data, which):
         self.which = which
         try:
-            self.types, self.records, self.root = records_of(data)
+            # decoded under the file's own budget, as a load decodes (docs/security.md);
+            # the walk below builds no object a record declares, and is linear in both
+            # files (tests/test_diff_bounds.py counts its instructions)
+            with file_budget(len(data)):
+                self.types, self.records, self.root = records_of(data)
         except FormatError as e:
+            raise FormatError(f"{which}: {e}") from None
+        except OverBudget as e:
             raise FormatError(f"{which}: {e}") from None
         for t in range(len(self.types)):
             _entry(self.types, t, which)
