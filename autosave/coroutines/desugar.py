@@ -12,14 +12,14 @@ from .syntax import (COMPREHENSIONS, SCOPES, YIELDS, assign, attr, call, compare
 # -- desugaring: every yield becomes a statement -----------------------------------------
 
 class Desugar:
-    def __init__(self, t):
-        self.t = t
+    def __init__(self, transform):
+        self.transform = transform
 
     def block(self, stmts):
         return [m for s in stmts for m in self.stmt(s)]
 
     def key(self, s):
-        return self.t.orig_keys.get(id(s), "x")
+        return self.transform.orig_keys.get(id(s), "x")
 
     def split_with(self, s, key):
         """``with a, b: body`` is ``with a: with b: body``."""
@@ -27,11 +27,11 @@ class Desugar:
         for i in range(len(s.items) - 1, 0, -1):
             inner = ast.With(items=[s.items[i]], body=inner_body, type_comment=None)
             ast.copy_location(inner, s)
-            self.t.orig_keys[id(inner)] = f"{key}/{i}"
+            self.transform.orig_keys[id(inner)] = f"{key}/{i}"
             inner_body = [inner]
         first = ast.With(items=[s.items[0]], body=inner_body, type_comment=None)
         ast.copy_location(first, s)
-        self.t.orig_keys[id(first)] = key
+        self.transform.orig_keys[id(first)] = key
         return self.stmt(first)
 
     def temp_factory(self, key):
@@ -39,28 +39,28 @@ class Desugar:
 
         def temp():
             count[0] += 1
-            return self.t.new_hidden(f"tmp{count[0]}@{key}")
+            return self.transform.new_hidden(f"tmp{count[0]}@{key}")
         return temp
 
     def stmt(self, s):
         """``s`` as statements in which every yield is a statement of its own."""
-        t = self.t
+        transform = self.transform
         key = self.key(s)
         if isinstance(s, ast.With) and len(s.items) > 1:
             return self.split_with(s, key)
         if isinstance(s, SCOPES) or not has_yield(s) or is_resume(s):
-            t.stmt_keys[id(s)] = key
+            transform.stmt_keys[id(s)] = key
             return [s]
         rewrite = self.REWRITES.get(type(s))
         if rewrite is None:
-            raise t.error(s, f"a yield inside a {type(s).__name__} statement cannot be made "
+            raise transform.error(s, f"a yield inside a {type(s).__name__} statement cannot be made "
                              f"resumable")
         temp = self.temp_factory(key)
-        out = rewrite(self, s, Expressions(t, temp), temp, key)
+        out = rewrite(self, s, Expressions(transform, temp), temp, key)
         for n in out:
             if getattr(n, "lineno", None) is None:
                 ast.copy_location(n, s)
-            t.stmt_keys.setdefault(id(n), key)
+            transform.stmt_keys.setdefault(id(n), key)
         located(out, s)
         return out
 
@@ -123,7 +123,7 @@ class Desugar:
 
     def assert_stmt(self, s, ex, temp, key):
         pre, test = ex.expr(s.test)
-        error = self.t.helper("AssertionError")
+        error = self.transform.helper("AssertionError")
         fail = [ast.Raise(exc=name(error), cause=None)]
         if s.msg is not None:
             msg_pre, msg = ex.expr(s.msg)
@@ -155,7 +155,7 @@ class Desugar:
         pre, iterable = ex.expr(s.iter) if has_yield(s.iter) else ([], s.iter)
         new = ast.For(target=s.target, iter=iterable, body=self.block(s.body),
                       orelse=self.block(s.orelse), type_comment=None)
-        self.t.stmt_keys[id(new)] = key
+        self.transform.stmt_keys[id(new)] = key
         return pre + [new]
     REWRITES[ast.For] = for_stmt
 
@@ -172,7 +172,7 @@ class Desugar:
             else:
                 items.append(item)
         new = ast.With(items=items, body=self.block(s.body), type_comment=None)
-        self.t.stmt_keys[id(new)] = key
+        self.transform.stmt_keys[id(new)] = key
         return pre + [new]
     REWRITES[ast.With] = with_stmt
 
@@ -185,7 +185,7 @@ class Desugar:
                       finalbody=self.block(s.finalbody))
         for new_handler, handler in zip(new.handlers, s.handlers):
             ast.copy_location(new_handler, handler)
-        self.t.stmt_keys[id(new)] = key
+        self.transform.stmt_keys[id(new)] = key
         return [new]
     REWRITES[ast.Try] = try_stmt
 
@@ -193,15 +193,15 @@ class Desugar:
 class Expressions:
     """Linearisation: an expression holding yields -> (statements, residual)."""
 
-    def __init__(self, t, temp):
-        self.t, self.temp = t, temp
+    def __init__(self, transform, temp):
+        self.transform, self.temp = transform, temp
 
     def needs_hoist(self, e):
         if isinstance(e, ast.Constant):
             return False
         if isinstance(e, ast.Name):
-            t = self.t
-            return not (e.id in t.hidden or (e.id in t.locals and e.id not in t.captured))
+            transform = self.transform
+            return not (e.id in transform.hidden or (e.id in transform.locals and e.id not in transform.captured))
         return True
 
     def hoist(self, e, pre):
@@ -219,8 +219,8 @@ class Expressions:
             h = self.temp()
             node = type(e)(value=v)
             ast.copy_location(node, e)
-            self.t.yield_info[id(node)] = self.t.yield_info[id(e)]
-            self.t.yield_label[id(node)] = self.t.yield_label[id(e)]
+            self.transform.yield_info[id(node)] = self.transform.yield_info[id(e)]
+            self.transform.yield_label[id(node)] = self.transform.yield_label[id(e)]
             return pre + [located([assign(h, node)], e)[0]], name(h)
         if isinstance(e, ast.BoolOp):
             h = self.temp()
@@ -261,7 +261,7 @@ class Expressions:
             h = self.temp()
             return located(pre + [assign(h, v), assign(e.target, name(h))], e), name(h)
         if isinstance(e, (ast.Lambda, *COMPREHENSIONS)):
-            raise self.t.error(e, "a yield inside a lambda or comprehension cannot be made "
+            raise self.transform.error(e, "a yield inside a lambda or comprehension cannot be made "
                                   "resumable")
         return self.generic(e)
 
@@ -348,21 +348,21 @@ class Expressions:
                 new = ast.Subscript(value=v, slice=sl, ctx=ctx)
             return pre, ast.copy_location(new, tg)
         if has_yield(tg):
-            raise self.t.error(tg, "a yield inside a tuple, list or starred assignment "
+            raise self.transform.error(tg, "a yield inside a tuple, list or starred assignment "
                                    "target cannot be made resumable")
         return [], tg
 
     def augassign(self, s):
         tg = s.target
-        t = self.t
-        if isinstance(tg, ast.Name) and tg.id in t.locals and tg.id not in t.captured:
+        transform = self.transform
+        if isinstance(tg, ast.Name) and tg.id in transform.locals and tg.id not in transform.captured:
             pre, v = self.expr(s.value)
             return pre + [ast.AugAssign(target=tg, op=s.op, value=v)]
         pre = []
         if isinstance(tg, ast.Name):
             load = ast.copy_location(name(tg.id), tg)
             store_target = tg
-            if isinstance(tg, ast.Name) and tg.id in t.cell_of:
+            if isinstance(tg, ast.Name) and tg.id in transform.cell_of:
                 pass
         elif isinstance(tg, ast.Attribute):
             vpre, v = self.expr(tg.value)
@@ -383,7 +383,7 @@ class Expressions:
             load = ast.Subscript(value=name(obj), slice=name(key), ctx=ast.Load())
             store_target = ast.Subscript(value=name(obj), slice=name(key), ctx=ast.Store())
         else:
-            raise t.error(s, "unsupported augmented assignment target")
+            raise transform.error(s, "unsupported augmented assignment target")
         old = self.temp()
         pre.append(assign(old, load))
         vpre, v = self.expr(s.value)

@@ -48,7 +48,7 @@ class Lower:
 
     def step_function(self):
         transform = self.transform
-        prefix = transform.P
+        prefix = transform.prefix
         body = self.block(transform.body, transform.n)
         load_params = []
         for p in transform.params:
@@ -107,7 +107,7 @@ class Lower:
 
     def factory_function(self):
         transform = self.transform
-        prefix = transform.P
+        prefix = transform.prefix
         a = transform.fn.args
         strip = lambda args: [ast.arg(arg=x.arg, annotation=None) for x in args]  # noqa: E731
         args = ast.arguments(
@@ -395,7 +395,7 @@ class Lower:
         item = s.items[0]
         m = transform.flow.mgr_of[id(s)]
         r = transform.rng.get(id(s))
-        prefix = transform.P
+        prefix = transform.prefix
         hit = transform.fresh("hit")
         enter = call(self.helper("enter"), name(m))
         setup = [assign(m, item.context_expr), self.store(m)]
@@ -461,7 +461,7 @@ class Lower:
             lo = min(x[0] for x in hranges if x)
             hi = max(x[1] for x in hranges if x)
             reraise = []
-            prefix = transform.P
+            prefix = transform.prefix
             # resuming inside a handler: raise its exception again to enter it natively
             chain = None
             for i, hr in reversed(list(enumerate(hranges))):
@@ -497,7 +497,7 @@ class Lower:
             hbody = self.block(h.body, hr[1] if hr else 0)
             if hr:
                 hx = transform.flow.handler_exc[(id(owner), i)]
-                prefix = transform.P
+                prefix = transform.prefix
                 # entered again by raising it: put back its traceback (a loaded one has
                 # none: keep the frame it was raised again in) and its context
                 restore = [if_(name(self.st), [
@@ -531,7 +531,7 @@ class Lower:
                                *[transform.flow.block_range(h.body) for h in s.handlers]) if x]
         hi_inner = max((x[1] for x in r_inner), default=0)
         rf = transform.flow.block_range(s.finalbody)
-        prefix = transform.P
+        prefix = transform.prefix
         kinds = jump_kinds(s)        # before the blocks are lowered
         self.stack.append(Block.LOWERED_FINALLY)
         if s.handlers or s.orelse:

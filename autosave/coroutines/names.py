@@ -78,8 +78,8 @@ class NameRewriter:
     """Captured locals become ``cell.cell_contents`` (in the body and in the nested
     scopes that see them); ``super()`` gets its class and first argument."""
 
-    def __init__(self, t, first_param):
-        self.t = t
+    def __init__(self, transform, first_param):
+        self.transform = transform
         self.first = first_param
 
     def rewrite_body(self, body):
@@ -90,22 +90,22 @@ class NameRewriter:
         return out
 
     def visit(self, node, shadow, own=True):
-        t = self.t
+        transform = self.transform
         if isinstance(node, ast.Name):
-            if node.id in t.cell_of and node.id not in shadow:
-                new = ast.Attribute(value=name(t.cell_of[node.id]), attr="cell_contents",
+            if node.id in transform.cell_of and node.id not in shadow:
+                new = ast.Attribute(value=name(transform.cell_of[node.id]), attr="cell_contents",
                                     ctx=node.ctx)
                 return ast.copy_location(new, node)
             return node
         if own and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id == "super" and not node.args and not node.keywords and \
                 "super" not in shadow:
-            if "__class__" not in t.freevars or self.first is None:
-                raise t.error(node, "super() without arguments needs the method's class; "
+            if "__class__" not in transform.freevars or self.first is None:
+                raise transform.error(node, "super() without arguments needs the method's class; "
                                     "write super(Class, self)")
             first = self.visit(name(self.first), shadow)
             node.args = [name("__class__"), first]
-            node.func = name(t.helper("super"))
+            node.func = name(transform.helper("super"))
             return node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             a = node.args
@@ -124,7 +124,7 @@ class NameRewriter:
                 node.body = self.visit(node.body, inner, False)
             return node
         if isinstance(node, ast.Nonlocal) and not own:
-            keep = [n for n in node.names if n not in t.cell_of or n in shadow]
+            keep = [n for n in node.names if n not in transform.cell_of or n in shadow]
             if not keep:
                 return ast.copy_location(ast.Pass(), node)
             node.names = keep
@@ -161,17 +161,17 @@ class NameRewriter:
             names = [a.asname or a.name.split(".")[0] for a in stmt.names]
         out = []
         for n in names:
-            if n in self.t.cell_of and n not in shadow:
+            if n in self.transform.cell_of and n not in shadow:
                 out.append(located([ast.Assign(
-                    targets=[ast.Attribute(value=name(self.t.cell_of[n]), attr="cell_contents",
+                    targets=[ast.Attribute(value=name(self.transform.cell_of[n]), attr="cell_contents",
                                            ctx=ast.Store())], value=name(n))], stmt)[0])
         return out
 
     def replace_in(self, node, shadow, own):
-        if own and isinstance(node, ast.ExceptHandler) and node.name in self.t.cell_of \
+        if own and isinstance(node, ast.ExceptHandler) and node.name in self.transform.cell_of \
                 and node.name not in shadow:
             node.body.insert(0, located([ast.Assign(
-                targets=[ast.Attribute(value=name(self.t.cell_of[node.name]),
+                targets=[ast.Attribute(value=name(self.transform.cell_of[node.name]),
                                        attr="cell_contents", ctx=ast.Store())],
                 value=name(node.name))], node)[0])
         for field, value in ast.iter_fields(node):

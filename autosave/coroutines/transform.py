@@ -237,7 +237,7 @@ class Transform:
         while any(u.startswith(prefix) for u in used):
             n += 1
             prefix = f"_as{n}_"
-        self.P = prefix
+        self.prefix = prefix     # of every name the generated code adds
         self.self_ = prefix + "self"
         self.val = prefix + "val"
         self.exc = prefix + "exc"
@@ -250,14 +250,14 @@ class Transform:
     def fresh(self, base):
         """A fast local of the step function only (never saved)."""
         self.counter += 1
-        return f"{self.P}{base}{self.counter}"
+        return f"{self.prefix}{base}{self.counter}"
 
     def helper(self, key):
-        return f"{self.P}h_{key}"
+        return f"{self.prefix}h_{key}"
 
     def new_hidden(self, saved):
         self.counter += 1
-        fast = f"{self.P}{self.counter}"
+        fast = f"{self.prefix}{self.counter}"
         self.hidden[fast] = (saved, f"h_{self.counter}")
         return fast
 
@@ -450,7 +450,7 @@ class Transform:
 
     def rewrite_names(self, fn):
         """Captured locals -> explicit cells; zero-argument super() -> explicit."""
-        self.cell_of = {n: f"{self.P}c_{n}" for n in sorted(self.captured)}
+        self.cell_of = {n: f"{self.prefix}c_{n}" for n in sorted(self.captured)}
         first_param = self.params[0] if self.params and fn.args.args + fn.args.posonlyargs else None
         return NameRewriter(self, first_param).rewrite_body(fn.body)
 
@@ -559,7 +559,7 @@ class Transform:
             "qualname": self.qualname,
             "name": self.func.__name__,
             "maker": maker_name,
-            "prefix": self.P,
+            "prefix": self.prefix,
             "params": list(self.params),
             "frame": frame,
             "cells": sorted(self.captured),
