@@ -64,7 +64,8 @@ class Batch:
     def __init__(self, t, nfields, get, lengths=0):
         self.t = t
         self.objs = []
-        self.serials = []              # ranges of the serials of objs, in order
+        self.serials = []              # runs of the serials of objs, in order: ranges,
+                                       # or 1-tuples (an object filed alone)
         self.done = 0                  # objects whose columns are taken
         self.segments = [[] for _ in range(nfields)]   # per column: [(kind, values)]
         self.get = get                 # objs -> one sequence per column
@@ -204,10 +205,11 @@ class Batches:
             self.by_object[obj] = ref
         batch.objs.append(obj)
         serials = batch.serials
-        if serials and serials[-1].stop == serial:
-            serials[-1] = range(serials[-1].start, serial + 1)
-        else:
-            serials.append(range(serial, serial + 1))
+        if serials and serials[-1][-1] == serial - 1:
+            last = serials[-1]
+            serials[-1] = range(last[0], serial + 1)
+        else:                          # batches met in turn: a run each (see number)
+            serials.append((serial,))
         return ref
 
     def add_all(self, batch, objs, keys=None):
@@ -407,23 +409,24 @@ class Batches:
     # -- the end of the walk -------------------------------------------------------------
 
     def number(self):
-        """Give every batch object its index, batches first, in order, as runs of
-        serials (one per filing in bulk): ``index`` maps one; the records come after
-        them. Returns how many batch objects there are."""
-        runs, start = [], 0
-        for batch in self.all:
-            for run in batch.serials:
-                runs.append((run.start, start))
-                start += len(run)
-        runs.sort()
-        self.run_serials = [serial for serial, _ in runs]
-        self.run_indices = [index for _, index in runs]
-        # serial -> index, a slice per run: objects filed one at a time in batches
-        # that interleave make a run each, too many to search per cell
+        """Give every batch object its index, batches first, in order: ``index`` maps
+        a serial to it; the records come after them. Returns how many batch objects
+        there are."""
+        # serial -> index, for every batch object: objects filed one at a time in
+        # batches that interleave make a run each, too many to search per cell
         by_serial = self.by_serial = [0] * (self.serial + 1)
-        bounds = [*self.run_serials, self.serial + 1]
-        for first, stop, index in zip(bounds, bounds[1:], self.run_indices):
-            by_serial[first:stop] = range(index, index + stop - first)
+        start = 0
+        for batch in self.all:
+            runs = batch.serials
+            n = len(batch.objs)
+            if len(runs) * 8 <= n:          # long runs (filed in bulk): a slice each
+                for run in runs:
+                    by_serial[run[0]:run[0] + len(run)] = range(start, start + len(run))
+                    start += len(run)
+            else:                           # short ones: each serial, at C speed
+                deque(map(by_serial.__setitem__, chain.from_iterable(runs),
+                          range(start, start + n)), 0)
+                start += n
         for cell in self.stale:
             cell[0] = by_serial[-cell[0][0]]
         return start
@@ -437,9 +440,8 @@ class Batches:
         """``tail``, what a cell's value names (``kernels.differences``): tail[i] is i
         for each of the ``indices`` a cell holds (a record's, or a batch object's in a
         stale cell; the first ``batched`` are the batch objects'), and tail[-serial] is
-        a batch object's index, one slice assignment per run (the runs, in serial
-        order, cover serials 1..total). Made once nothing else of the walk's is held
-        (its ints are many)."""
+        a batch object's index (``number``'s table, reversed). Made once nothing else
+        of the walk's is held (its ints are many)."""
         total = self.serial
         # The records' indices map to themselves; of the batch objects' indices, only
         # those stale cells hold do (an int each for them, not for all).
@@ -447,11 +449,9 @@ class Batches:
         tail += range(batched, indices)
         stale = list(map(_first, self.stale))
         deque(map(tail.__setitem__, stale, stale), 0)
-        tail += repeat(0, total)
-        end = indices + total
-        bounds = [*self.run_serials, total + 1]
-        for first, stop, start in zip(bounds, bounds[1:], self.run_indices):
-            tail[end - stop + 1:end - first + 1] = range(start + stop - first - 1, start - 1, -1)
+        assert len(self.by_serial) == total + 1
+        tail += self.by_serial[:0:-1]          # tail[-serial]: by_serial[serial]
+        self.by_serial = None
 
     def written(self, batched, indices):
         """The batches as the body holds them: [t, n, column...], once the ``indices``
