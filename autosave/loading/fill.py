@@ -134,14 +134,16 @@ class Filler:
     def whole(self, k):
         """Whether batch object k was built whole when allocated (``built_whole``): its
         hash is final before any record is built."""
-        if self._whole is None:
-            self._whole, start = [], 0
+        whole = self._whole
+        if whole is None:                  # a byte per batch object: asked per key
+            whole = bytearray()
             for batch in self.batches:
                 plan = self.plans[batch[0]]
-                if plan not in ENTRIES and built_whole(plan, batch):
-                    self._whole.append(range(start, start + batch[1]))
-                start += batch[1]
-        return any(k in r for r in self._whole)
+                n = batch[1]
+                whole += (b"\x01" if plan not in ENTRIES and built_whole(plan, batch)
+                          else b"\x00") * n
+            self._whole = whole
+        return k < len(whole) and whole[k] == 1
 
     def fill(self, any_missing):
         """Fill every batch; a value not built yet (a record the loader still waits
