@@ -33,8 +33,8 @@ class Plain:
 
 
 @attrs.define(frozen=True)
-class Key:                     # hashed by value: a record, never in a batch
-    x: int
+class Key:                     # hashed by value: in a batch when x is inline, built
+    x: object                  # whole as it is allocated; a record otherwise
 
 
 class Reads:
@@ -72,11 +72,15 @@ def names(types, batches):
 def test_plain_instances_and_lists_are_batched_others_are_records():
     a = Unit("a", 3)
     b = Unit("b", 4, home=a, bag=[a, (1, 2), Key(1)])
-    types, records, root, batches = body(autosave.dumps([a, b, Plain(1.5), {Key(2): a}]))
+    types, records, root, batches = body(autosave.dumps([a, b, Plain(1.5),
+                                                         {Key((2, 3)): a}]))
     assert set(names(types, batches)) == {"builtins.list", "builtins.tuple",
-                                         f"{__name__}.Unit", f"{__name__}.Plain"}
+                                         f"{__name__}.Unit", f"{__name__}.Plain",
+                                         f"{__name__}.Key"}       # Key(1): inline only
     record_types = {types[r[0]][0] for r in records}
-    assert record_types == {f"{__name__}.Key", "builtins.dict"}   # value hash; keyed by one
+    # a value hash over a reference; a dict keyed by one
+    assert record_types == {f"{__name__}.Key", "builtins.dict"}
+    assert [r for r in records if types[r[0]][0].endswith("Key")][0][1] != (2, 3)
 
 
 def test_columns_take_the_kind_their_values_need():
@@ -414,3 +418,63 @@ def test_a_column_meeting_new_objects_more_than_once_files_each_once():
     assert [u.home.x for u in back] == [i % 3 for i in range(12)]
     assert all(u.home is back[i % 3].home for i, u in enumerate(back))
     assert all(u.bag == [Colour.RED, Colour.BLUE, Colour.RED] for u in back)
+
+
+@autosave.saveable
+@attrs.frozen
+class Cell:                    # slotted, hashed by value
+    q: int
+    r: object = None
+
+
+KEY = [f"{__name__}.Key", 1, ["x"]]
+CELL = [f"{__name__}.Cell", 1, ["q", "r"]]
+
+
+def test_value_hashed_objects_of_inline_fields_are_built_whole_before_records_hash_them():
+    keys = [Key(i) for i in range(40)] + [Key("a"), Key(None), Key(2.5)]
+    cells = [Cell(i % 7, f"r{i % 3}") for i in range(50)]
+    graph = {"by_key": {k: i for i, k in enumerate(keys)}, "cells": set(cells),
+             "frozen": frozenset(cells[:9]), "pairs": [(cells[0], keys[0])],
+             "table": {c: [c] for c in cells[:21]}, "nested": Key(Key(1))}
+    data = autosave.dumps(graph)
+    types, records, _, batches = body(data)
+    batched = set(names(types, batches))
+    assert {f"{__name__}.Key", f"{__name__}.Cell"} <= batched
+    # Key(Key(1)) holds a reference: that one alone is a record
+    assert [types[r[0]][0] for r in records].count(f"{__name__}.Key") == 1
+    back = autosave.loads(data)
+    assert back["by_key"] == graph["by_key"] and back["by_key"][Key("a")] == 40
+    assert back["cells"] == set(cells) and back["frozen"] == frozenset(cells[:9])
+    assert back["table"] == graph["table"] and back["nested"] == Key(Key(1))
+    for c, (same,) in back["table"].items():   # one object per saved object
+        assert same is c
+
+
+def test_a_value_hashed_object_with_an_unset_slot_is_a_record():
+    c = Cell(1)
+    object.__delattr__(c, "r")
+    types, records, _, batches = body(autosave.dumps([c, Cell(2)]))
+    assert f"{__name__}.Cell" in names(types, batches)       # Cell(2)
+    assert f"{__name__}.Cell" in {types[r[0]][0] for r in records}
+
+
+def test_a_value_hashed_batch_holding_references_is_filled_later_and_hashed_then():
+    """Written by no autosave, but loadable: a record hashing its objects waits until
+    the batches are filled."""
+    data = forged([CELL, UNIT, ["builtins.dict", 1, []]], [[2, [0], 1]], [-1],
+                  [[0, 1, [0, [3]], [1, [1]]],
+                   [1, 1, [0, ["u"]], [0, [1]], [0, [None]], [0, [None]]]])
+    back = autosave.loads(data)
+    ((cell, one),) = back.items()
+    assert one == 1 and cell.q == 3 and cell.r.name == "u" and back[cell] == 1
+
+
+@pytest.mark.parametrize("batches, match", [
+    ([[0, 1, [0, [[0]]]]], "holds a reference"),
+    ([[0, 2, [0, [1]]]], "first column holds 1"),
+    ([[0, 1, [3, ["a"]]]], "malformed column"),
+])
+def test_forged_value_hashed_batches_are_format_errors_naming_the_batch(batches, match):
+    with pytest.raises(FormatError, match=match):
+        autosave.loads(forged([KEY], [], [0], batches))

@@ -37,7 +37,7 @@ def _aligned(mask, index):
 def allocate(plans, batches, instance_plan):
     """The batch objects in index order: empty, and the tuples built (from inline
     values and the other batch objects); checks each batch's type and columns."""
-    objs, tuples = [], []
+    objs, tuples, whole = [], [], []
     for b, batch in enumerate(batches):
         t, n = batch[0], batch[1]
         plan = plans[t]
@@ -55,13 +55,41 @@ def allocate(plans, batches, instance_plan):
             if len(batch) != 2 + plan.nfields:
                 raise FormatError(f"batch {b} ({plan.schema.name}) must have "
                                   f"{plan.nfields} columns, it has {len(batch) - 2}")
+            if built_whole(plan, batch):
+                whole.append((b, len(objs), n))
             objs += map(plan.new, repeat(plan.cls, n))
         else:
             raise FormatError(f"batch {b}: type {t} is not one whose objects are written "
                               f"in batches")
+    if whole:
+        build_whole(plans, objs, batches, whole)
     if tuples:
         build_tuples(objs, batches, tuples)
     return objs
+
+
+def built_whole(plan, batch):
+    """Whether a batch of instances is filled as it is allocated, before any record:
+    its class hashes by value (records may hash its objects: dict keys, set members)
+    and its columns hold inline values only, so nothing it needs is built later."""
+    hash_ = plan.cls.__hash__
+    return hash_ is not object.__hash__ and hash_ is not None and all(
+        column[0] == COLUMN_INLINE or column[0] == COLUMN_CODED
+        for column in islice(batch, 2, None))
+
+
+def build_whole(plans, objs, batches, whole):
+    """Fill the batches ``built_whole`` chose, as ``Filler.fill`` fills the others
+    (upgrade hooks included: they read inline values only)."""
+    filler = Filler(plans, batches, objs, None)
+    for b, start, n in whole:
+        batch = batches[b]
+        try:
+            columns = [filler.resolve(column, n) for column in islice(batch, 2, None)]
+            filler.fill_instances(plans[batch[0]], objs[start:start + n], columns, False,
+                                  start)
+        except FormatError as e:
+            raise FormatError(f"batch {b}: {e}") from None
 
 
 def build_tuples(objs, batches, tuples):
@@ -101,6 +129,21 @@ class Filler:
                                       # record it is filled from, as a record that reads
         self.restores = {}            # batch object shown without its missing values ->
                                       # what makes it whole (None: nothing to do)
+        self._whole = None            # the index ranges of batches built whole
+
+    def whole(self, k):
+        """Whether batch object k was built whole when allocated (``built_whole``): its
+        hash is final before any record is built."""
+        whole = self._whole
+        if whole is None:                  # a byte per batch object: asked per key
+            whole = bytearray()
+            for batch in self.batches:
+                plan = self.plans[batch[0]]
+                n = batch[1]
+                whole += (b"\x01" if plan not in ENTRIES and built_whole(plan, batch)
+                          else b"\x00") * n
+            self._whole = whole
+        return k < len(whole) and whole[k] == 1
 
     def fill(self, any_missing):
         """Fill every batch; a value not built yet (a record the loader still waits
@@ -111,7 +154,8 @@ class Filler:
             n = batch[1]
             members = objs[start:start + n]
             plan = self.plans[batch[0]]
-            if plan is TUPLE_PLAN:             # built when allocated
+            if plan is TUPLE_PLAN or (          # built when allocated
+                    plan not in ENTRIES and built_whole(plan, batch)):
                 start += n
                 continue
             entries = plan in ENTRIES          # lengths, then entries

@@ -294,7 +294,7 @@ class Loader:
             hash_ = type(obj).__hash__
             if hash_ is object.__hash__ or hash_ is None:
                 continue              # identity hash, or unhashable (fails on its own)
-            if j in unfinished or j < unfilled:
+            if j in unfinished or (j < unfilled and not self.filler.whole(j)):
                 return j
             if j < self.first:        # a batch object, filled: its hash is final
                 continue

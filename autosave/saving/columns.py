@@ -1,6 +1,7 @@
 """Save: the objects written in batches, a column per field (docs/format.md, "Batches").
 
-Plain instances (a ``slots`` or ``dict`` layout, hashed by identity), exact lists, dicts
+Plain instances (a ``slots`` or ``dict`` layout, hashed by identity, or by value when
+every field holds an inline value: a load builds those whole), exact lists, dicts
 keyed by inline values and tuples of inline values and such objects are not written one
 record each: each type has one *batch*, and each of its fields one *column* holding
 that field of every object of the batch, in order (lists, tuples and dicts: their
@@ -21,9 +22,9 @@ references held by columns and records are written as indices.
 """
 
 import inspect
-from bisect import bisect_right
 from collections import deque
 from itertools import chain, compress, repeat
+import operator
 from operator import is_, itemgetter, not_
 from types import MemberDescriptorType
 
@@ -37,6 +38,14 @@ from ..model.registry import REGISTRY
 _ABSENT_TYPE = type(ABSENT)
 _first = itemgetter(0)
 _INLINE_COLUMN = INLINE_TYPES | {_ABSENT_TYPE}
+
+
+def value_batchable(cls, kind, detail):
+    """Whether instances of cls go in a batch when their fields are all inline values
+    (``inline_fields``): plain layouts hashed by value (a frozen dataclass or attrs
+    class), which a load builds complete when it allocates them, before any record
+    hashes one (docs/format.md, "Batches")."""
+    return kind in ("slots", "dict") and not detail.batched and not detail.transient
 
 
 def batchable(cls, kind, detail):
@@ -55,7 +64,8 @@ class Batch:
     def __init__(self, t, nfields, get, lengths=0):
         self.t = t
         self.objs = []
-        self.serials = []              # ranges of the serials of objs, in order
+        self.serials = []              # runs of the serials of objs, in order: ranges,
+                                       # or 1-tuples (an object filed alone)
         self.done = 0                  # objects whose columns are taken
         self.segments = [[] for _ in range(nfields)]   # per column: [(kind, values)]
         self.get = get                 # objs -> one sequence per column
@@ -168,6 +178,25 @@ class Batches:
             stale(cell)
         return file_or_record
 
+    def value_handler(self, cls, kind, schema, record):
+        """The walk's handler for a class hashed by value: its instances whose fields
+        are all inline values go in its batch (built whole when a load allocates
+        them), the others are records, made by ``record``."""
+        batch = self.batch_of(cls, kind, schema)
+        if cls not in REGISTRY.asset_classes:     # assets are told apart one by one
+            self.by_class[cls] = batch
+        fits = self.fits[cls] = _inline_fields(kind, schema, cls, self.loops)
+        memo, add, stale = self.memo, self.add, self.stale.append
+        shaped = kind == "dict"
+
+        def file_or_record(obj):
+            if not fits(obj):
+                return record(obj)
+            cell = memo[id(obj)]
+            cell[0] = (add(batch(tuple(obj.__dict__)) if shaped else batch, obj),)
+            stale(cell)
+        return file_or_record
+
     def add(self, batch, obj):
         serial = self.serial = self.serial + 1
         ref = -serial
@@ -176,10 +205,11 @@ class Batches:
             self.by_object[obj] = ref
         batch.objs.append(obj)
         serials = batch.serials
-        if serials and serials[-1].stop == serial:
-            serials[-1] = range(serials[-1].start, serial + 1)
-        else:
-            serials.append(range(serial, serial + 1))
+        if serials and serials[-1][-1] == serial - 1:
+            last = serials[-1]
+            serials[-1] = range(last[0], serial + 1)
+        else:                          # batches met in turn: a run each (see number)
+            serials.append((serial,))
         return ref
 
     def add_all(self, batch, objs, keys=None):
@@ -241,7 +271,8 @@ class Batches:
             kind, detail = dispatch.kind_of(cls)
         except Exception:
             return False                        # the walk meets the error with a path
-        return batchable(cls, kind, detail) or cls in self.fits
+        return batchable(cls, kind, detail) or cls in self.fits or \
+            value_batchable(cls, kind, detail)
 
     def decide(self, cls, obj):
         """Make cls's handler, which files cls in by_class if it is batched; obj, one
@@ -262,20 +293,27 @@ class Batches:
                     cls is tuple and set(map(type, chain.from_iterable(objs))) <= self.plain):
                 fit = self.loops.inline_keyed(objs) if cls is dict else list(map(fits, objs))
                 if fit is not None and not all(fit):
-                    self.add_all(batch, list(compress(objs, fit)))
+                    fitting = list(compress(objs, fit))
+                    if fitting:
+                        self.file_class(batch, fitting)
                     self.walker.mention_in_order(list(compress(objs, map(not_, fit))))
                     return
-            if batch.__class__ is Batch:
-                self.add_all(batch, objs, keys)
-                return
-            distinct, which = self.loops.shapes(objs)
-            if which is None:
-                self.add_all(batch(distinct[0]), objs, keys)
-                return
-            for i, shape in enumerate(distinct):      # by shape, each in the order met
-                self.add_all(batch(shape), list(compress(objs, map(i.__eq__, which))))
+            self.file_class(batch, objs, keys)
             return
         walker.mention_in_order(objs)
+
+    def file_class(self, batch, objs, keys=None):
+        """File objs, all of one class filed in batches, in its batch (dict layouts:
+        the batch of each one's shape)."""
+        if batch.__class__ is Batch:
+            self.add_all(batch, objs, keys)
+            return
+        distinct, which = self.loops.shapes(objs)
+        if which is None:
+            self.add_all(batch(distinct[0]), objs, keys)
+            return
+        for i, shape in enumerate(distinct):      # by shape, each in the order met
+            self.add_all(batch(shape), list(compress(objs, map(i.__eq__, which))))
 
     def plain_items(self, t):
         return set(map(type, t)) <= self.plain
@@ -371,36 +409,39 @@ class Batches:
     # -- the end of the walk -------------------------------------------------------------
 
     def number(self):
-        """Give every batch object its index, batches first, in order, as runs of
-        serials (one per filing in bulk): ``index`` maps one; the records come after
-        them. Returns how many batch objects there are."""
-        runs, start = [], 0
+        """Give every batch object its index, batches first, in order: ``index`` maps
+        a serial to it; the records come after them. Returns how many batch objects
+        there are."""
+        # serial -> index, for every batch object: objects filed one at a time in
+        # batches that interleave make a run each, too many to search per cell
+        by_serial = self.by_serial = [0] * (self.serial + 1)
+        start = 0
         for batch in self.all:
-            for run in batch.serials:
-                runs.append((run.start, start))
-                start += len(run)
-        runs.sort()
-        self.run_serials = [serial for serial, _ in runs]
-        self.run_indices = [index for _, index in runs]
+            runs = batch.serials
+            n = len(batch.objs)
+            if len(runs) * 8 <= n:          # long runs (filed in bulk): a slice each
+                for run in runs:
+                    by_serial[run[0]:run[0] + len(run)] = range(start, start + len(run))
+                    start += len(run)
+            else:                           # short ones: each serial, at C speed
+                deque(map(by_serial.__setitem__, chain.from_iterable(runs),
+                          range(start, start + n)), 0)
+                start += n
         for cell in self.stale:
-            cell[0] = self.index(cell[0][0])
+            cell[0] = by_serial[-cell[0][0]]
         return start
 
     def index(self, value):
         """The index of what a cell holds once the walk is numbered: a record's index
         as it is, a batch object's serial (-serial) mapped."""
-        if value >= 0:
-            return value
-        r = bisect_right(self.run_serials, -value) - 1
-        return self.run_indices[r] - value - self.run_serials[r]
+        return value if value >= 0 else self.by_serial[-value]
 
     def make_tail(self, batched, indices):
         """``tail``, what a cell's value names (``kernels.differences``): tail[i] is i
         for each of the ``indices`` a cell holds (a record's, or a batch object's in a
         stale cell; the first ``batched`` are the batch objects'), and tail[-serial] is
-        a batch object's index, one slice assignment per run (the runs, in serial
-        order, cover serials 1..total). Made once nothing else of the walk's is held
-        (its ints are many)."""
+        a batch object's index (``number``'s table, reversed). Made once nothing else
+        of the walk's is held (its ints are many)."""
         total = self.serial
         # The records' indices map to themselves; of the batch objects' indices, only
         # those stale cells hold do (an int each for them, not for all).
@@ -408,11 +449,9 @@ class Batches:
         tail += range(batched, indices)
         stale = list(map(_first, self.stale))
         deque(map(tail.__setitem__, stale, stale), 0)
-        tail += repeat(0, total)
-        end = indices + total
-        bounds = [*self.run_serials, total + 1]
-        for first, stop, start in zip(bounds, bounds[1:], self.run_indices):
-            tail[end - stop + 1:end - first + 1] = range(start + stop - first - 1, start - 1, -1)
+        assert len(self.by_serial) == total + 1
+        tail += self.by_serial[:0:-1]          # tail[-serial]: by_serial[serial]
+        self.by_serial = None
 
     def written(self, batched, indices):
         """The batches as the body holds them: [t, n, column...], once the ``indices``
@@ -511,6 +550,29 @@ def _dict_columns(shape, loops):
     # an object whose attributes changed during the walk is an error (kernels)
     dict_columns = loops.dict_columns
     return lambda objs: dict_columns(objs, shape)
+
+
+def _inline_fields(kind, schema, cls, loops):
+    """obj -> whether every saved field of obj holds an inline value (an unset slot
+    does not: a load builds these objects whole)."""
+    inline = INLINE_TYPES
+    if kind == "dict":
+        return lambda obj: set(map(type, obj.__dict__.values())) <= inline
+    slots = schema.saved_slots
+    if not slots:
+        return lambda obj: True
+    descriptors = [inspect.getattr_static(cls, name) for name in slots]
+    if not all(type(d) is MemberDescriptorType for d in descriptors):
+        return lambda obj: False           # read one by one: records
+    get = operator.attrgetter(*slots) if len(slots) > 1 else \
+        (lambda obj, g=operator.attrgetter(slots[0]): (g(obj),))
+
+    def fits(obj):
+        try:
+            return set(map(type, get(obj))) <= inline
+        except AttributeError:             # an unset slot
+            return False
+    return fits
 
 
 def _inline_keys(d):

@@ -91,6 +91,20 @@ class SetOrder:
                                # while their ids are keys of ``stable``
         self.kinds = {}        # class -> dispatch.kind_of(class), for this save: looked
                                # up once per class, not per object digested
+        self.plain = {}        # class -> its schema if ``_plain_schema``, else False
+        self.keys = {}         # (class, shape or None) -> its type key (``_other_parts``)
+
+    def instance_key(self, schema, obj):
+        """The type key ``_other_parts`` gives an instance of a ``_plain_schema``
+        class, made once per class and shape."""
+        shape = tuple(obj.__dict__) if schema.has_dict else None
+        key = self.keys.get((schema.cls, shape))
+        if key is None:
+            key = f"o{schema.name}:{schema.version}:{','.join(schema.shape_of(obj))}"
+            if schema.base is not None:
+                key += ":" + schema.base.__name__
+            key = self.keys[schema.cls, shape] = key
+        return key
 
     def __call__(self, members):
         """The members of a set, in canonical order."""
@@ -129,7 +143,22 @@ class SetOrder:
         component: its digest is taken here directly, the same, without the graph."""
         found, rest = {}, {}
         keep, kinds, stable, cell_of = self.keep, self.kinds, self.stable, self.cell_of
+        plain, instance_key = self.plain, self.instance_key
         for m in members:
+            # an instance of a plain layout whose values are all inline (the common
+            # member): its tokens straight from its fields, as parts_of would give them
+            schema = plain.get(m.__class__)
+            if schema is None:
+                schema = plain[m.__class__] = _plain_schema(m.__class__, kinds)
+            if schema:
+                values = instance_parts(schema, m)
+                if set(map(type, values)) <= INLINE:
+                    digest = found[id(m)] = _hash([instance_key(schema, m),
+                                                   *map(inline_token, values)])
+                    cell = cell_of(m)
+                    if cell is None or cell[0] is not False:
+                        stable[id(m)] = digest
+                    continue
             parts = key, children, unordered_from = parts_of(m, keep, kinds)
             tokens = [key]
             for v in children:
@@ -262,7 +291,7 @@ REFINE_WORK = 1 << 22       # hash inputs colour refinement may spend on one cyc
 
 def _hash(tokens):
     # Length-prefixed, so no two token lists give the same text.
-    return "#" + xxh3_128_hexdigest("".join(f"{len(t)}:{t}" for t in tokens)
+    return "#" + xxh3_128_hexdigest("".join([f"{len(t)}:{t}" for t in tokens])
                                     .encode("utf-8", "surrogatepass"))
 
 
@@ -352,6 +381,26 @@ def _components(edges):
                     order.append(component)
                 continue
     return order
+
+
+def _plain_schema(cls, kinds):
+    """cls's schema when ``parts_of`` gives its instances the type key of
+    ``SetOrder.instance_key`` and ``instance_parts`` in record order, nothing else
+    (fields, maybe list or tuple items: no unordered members, no transient fields,
+    no assets); else False."""
+    if cls in REGISTRY.asset_classes:
+        return False
+    try:
+        kind = kinds.get(cls)
+        if kind is None:
+            kind = kinds[cls] = dispatch.kind_of(cls)
+    except Exception:
+        return False
+    kind, schema = kind
+    if kind not in ("slots", "dict", "fields", "extends") or schema.transient or \
+            schema.base not in (None, list, tuple):
+        return False
+    return schema
 
 
 def _first(pair):

@@ -26,7 +26,7 @@ from ..model.adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
 from ..model.adapters.exceptions import EXCEPTION
 from ..model.adapters.weak import WeakAdapter
 from ..errors import SaveError
-from .columns import Batches, batchable
+from .columns import Batches, batchable, value_batchable
 from ..format.forms import Cell, Record, emitter, marked, reference
 from ..format.wire import ABSENT, INLINE_TYPES, STATE_FIELDS
 from .order import SetOrder
@@ -287,6 +287,9 @@ class Walker:
             return self.batches.handler(cls, kind, detail)
         if cls in self.batches.fits:         # dicts and tuples: those that fit
             return self.batches.some_handler(cls, self.record_handler_for(cls, kind, detail))
+        if value_batchable(cls, kind, detail):   # hashed by value: inline-only ones
+            return self.batches.value_handler(cls, kind, detail,
+                                              self.record_handler_for(cls, kind, detail))
         return self.record_handler_for(cls, kind, detail)
 
     def record_handler_for(self, cls, kind, detail):
