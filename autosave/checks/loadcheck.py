@@ -8,6 +8,9 @@ iterator standing in for one is malformed. Hooks are looked up on the class, nev
 the instance, whose attributes are the file's data.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from ..errors import FormatError
 
 # Fixed ceilings on what a record may make the loader allocate or compute, whatever the
@@ -16,7 +19,7 @@ MAX_ITERATOR_GAP = 1 << 23        # slots an iterator position may lie past its 
 MAX_FRACTION_BITS = 1 << 16       # bits of a Fraction's terms (normalising is quadratic)
 
 
-def exact(value, cls, what):
+def exact(value: Any, cls: type, what: str) -> Any:
     """``value`` itself if its type is exactly ``cls``; else FormatError."""
     if type(value) is not cls:
         raise FormatError(f"{what} must be a {cls.__name__}, the save holds a "
@@ -24,7 +27,7 @@ def exact(value, cls, what):
     return value
 
 
-def str_dict(value, what, allow_none=False):
+def str_dict(value: Any, what: str, allow_none: bool = False) -> Any:
     """A plain dict whose keys are all str (attribute and keyword tables)."""
     if value is None and allow_none:
         return None
@@ -35,7 +38,7 @@ def str_dict(value, what, allow_none=False):
     return value
 
 
-def class_attribute(cls, name):
+def class_attribute(cls: type, name: str) -> Any:
     """``name`` as defined by ``cls`` or a base, without running any code: no instance
     dict, no ``__getattr__``, no metaclass. None when no class defines it."""
     for klass in cls.__mro__:
@@ -45,7 +48,7 @@ def class_attribute(cls, name):
     return None
 
 
-def bound_hook(obj, name):
+def bound_hook(obj: Any, name: str) -> Callable[..., Any] | None:
     """The hook ``name`` of ``type(obj)`` bound to ``obj``, or None. Never read from
     the instance: an instance attribute of that name is data from the file."""
     cls = type(obj)
@@ -63,7 +66,7 @@ class _Nothing:
 _NOTHING = _Nothing()
 
 
-def describe(error):
+def describe(error: BaseException) -> str:
     """An exception raised during a load, as text, without formatting any object the
     file built: a message made of plain strings and numbers, else only the type."""
     args = error.args

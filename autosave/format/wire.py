@@ -1,5 +1,8 @@
 """Records <-> bytes. The layout is specified in docs/format.md."""
 
+from collections.abc import Callable
+from typing import Any
+
 import struct
 from itertools import accumulate, chain, islice
 
@@ -13,7 +16,7 @@ except ImportError:                # the fast extra is not installed
 
 from . import kernels
 from .buffers import OUT_OF_BAND, Incoming, encoder_hook
-from .forms import target
+from .forms import Record, target
 from ..errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
@@ -28,19 +31,19 @@ CHECKSUM = struct.Struct("<Q")       # xxh3_64 of HEAD's bytes, then of the body
 FRAME_SIZE = HEAD.size + CHECKSUM.size
 
 
-def checksum(head, body):
+def checksum(head: bytes | memoryview, body: bytes | memoryview) -> int:
     h = xxhash.xxh3_64(head)
     h.update(body)
     return h.intdigest()
 
 
-def frame(body):
+def frame(body: bytes) -> bytes:
     """A save's bytes: the header (magic, version, length, checksum), then the body."""
     head = HEAD.pack(MAGIC, VERSION, len(body))
     return b"".join((head, CHECKSUM.pack(checksum(head, body)), body))
 
 
-def unframe(data):
+def unframe(data: bytes | bytearray | memoryview) -> tuple[int, bytes | memoryview]:
     """(format version, body) of a save, its frame checked: magic, version, and for
     framed versions the length and checksum, so no corrupt byte reaches the decoder."""
     if isinstance(data, memoryview):
@@ -93,7 +96,8 @@ def unframe(data):
                         f"its checksum")
 
 
-def encode(types, records, root_value, batches=(), buffer_callback=None):
+def encode(types: list[Any], records: list[Record], root_value: Any, batches: Any = (),
+           buffer_callback: Callable[[Any], Any] | None = None) -> bytes:
     """A save's bytes. ``buffer_callback``: the records may hold out-of-band markers
     (autosave.format.buffers), each handed to it as the body is written."""
     body = [types, records, root_value, list(batches)]
@@ -116,7 +120,7 @@ def pack_with_buffers(value, callback):
                          default=hook)
 
 
-def pack(value):
+def pack(value: Any) -> bytes:
     """The msgpack bytes of a body or any part of one: the one place values are encoded.
 
     msgspec writes them when it is installed (the ``fast`` extra), msgpack otherwise and
@@ -130,7 +134,7 @@ def pack(value):
     return msgpack_pack(value)
 
 
-def msgpack_pack(value):
+def msgpack_pack(value: Any) -> bytes:
     """pack() by msgpack alone: the reference encoding, and the one used without msgspec."""
     return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogatepass",
                          default=_msgpack_default)
@@ -194,7 +198,7 @@ COLUMN_KINDS = (COLUMN_INLINE, COLUMN_REFS, COLUMN_MIXED)    # what a reader han
 CODED_MIN = 32     # a column of strings is coded from this many values (docs/format.md)
 
 
-def inline_column(values):
+def inline_column(values: list[Any]) -> Any:
     """The column of inline values as a body holds it: coded (each distinct string
     once, then an int per value) when every value is a str, there are at least
     CODED_MIN, at most half as many distinct ones and at most three quarters of
@@ -214,7 +218,7 @@ def inline_column(values):
     return [COLUMN_INLINE, values]
 
 
-def decoded_column(column):
+def decoded_column(column: Any) -> Any:
     """A coded column as the inline column it stands for; a FormatError unless its
     strings are strs and its codes ints inside them. (A file's are decoded by
     ``check_batches``; ``autosave.copy`` hands the walk's columns to the loader as they
@@ -261,7 +265,7 @@ class _ExtHook:
         raise FormatError(f"the save body holds msgpack extension type {code}")
 
 
-def decode(data, buffers=None):
+def decode(data: bytes | bytearray | memoryview, buffers: Any = None) -> tuple:
     """bytes -> (types, records, root value, unset-slot markers, cycle marks), checked.
 
     Type indices come back normalised; ``closes_cycle[i]`` is 1 for records the writer
@@ -311,7 +315,7 @@ def decode(data, buffers=None):
     return types, records, root, ext_hook.unset, closes_cycle, batches
 
 
-def check_batches(batches, ntypes, size, coded=True):
+def check_batches(batches: Any, ntypes: int, size: int, coded: bool = True) -> None:
     """The shape of every batch: [type index, count, [kind, values]...] (what each
     column must hold is the loader's to check, with the type's fields), and its count
     bounded by what the bytes hold, before anything is allocated for it: the first
@@ -356,7 +360,7 @@ def check_batches(batches, ntypes, size, coded=True):
                                   f"objects than the save has bytes")
 
 
-def records_of(data):
+def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Record], Any]:
     """(types, records, root) of a save with every object a record, for the tools that
     read a file without loading it (``autosave dump``, ``inspect``, the compat checker):
     each batch object becomes the record it would be without batches (its type index
@@ -366,7 +370,7 @@ def records_of(data):
     types, records, root, _, _, batches = decode(data)
     if not batches:
         return types, records, root
-    expanded = []
+    expanded: list[Any] = []
     for b, batch in enumerate(batches):
         n = batch[1]
         columns = [_column_values(b, column) for column in islice(batch, 2, None)]
@@ -420,7 +424,7 @@ def _column_values(b, column):
         raise FormatError(f"batch {b}: {e}") from None
 
 
-def merge_mixed(mask, inline, refs):
+def merge_mixed(mask: Any, inline: list[Any], refs: list[Any]) -> list[Any]:
     """A mixed column's values in order: for each mask byte, the next inline value (0)
     or the next reference (1); a mask that does not match them is a FormatError."""
     try:
@@ -429,7 +433,7 @@ def merge_mixed(mask, inline, refs):
         raise FormatError("a mixed column's mask does not match its values") from None
 
 
-def check_lengths(lengths, count, what):
+def check_lengths(lengths: Any, count: int, what: str) -> None:
     """The lengths column of a batch of lists, tuples or dicts: non-negative ints that
     add up to ``count``, the entries the next column holds."""
     if not kernels.kinds(lengths) <= {int} or (lengths and min(lengths) < 0):
@@ -439,7 +443,7 @@ def check_lengths(lengths, count, what):
                           f"holds {count}")
 
 
-def to_jsonable(data):
+def to_jsonable(data: bytes) -> Any:
     """A save as plain JSON-ready data, for `autosave dump`: references shown as
     ``{"ref": absolute record index}``, bytes as hex, unset slots as ``{"unset": true}``.
     Any decodable file gives a result: what does not follow docs/format.md is shown as
@@ -483,7 +487,7 @@ def to_jsonable(data):
     }
 
 
-def type_entry(index, entry):
+def type_entry(index: int, entry: Any) -> list[Any]:
     """(name, version, fields) of a type-table entry, or a FormatError naming it."""
     if (type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str
             or type(entry[1]) is not int or type(entry[2]) is not list
@@ -499,11 +503,11 @@ def _type_entry(index, entry):
     return {"name": name, "version": version, "fields": fields}
 
 
-def sizes_by_class(data):
+def sizes_by_class(data: bytes) -> dict[str, tuple[int, int]]:
     """{type name: (records, encoded bytes)} of a save, for `autosave inspect`."""
     types, records, _ = records_of(data)
     names = [_type_entry(i, e)["name"] for i, e in enumerate(types)]
-    out = {}
+    out: dict[str, tuple[int, int]] = {}
     for rec in records:
         name = names[rec[0]]
         count, size = out.get(name, (0, 0))

@@ -14,15 +14,20 @@ whatever the file says: a component is complete when its own waiting records are
 every component below it is; a reader waits for the components below its own.
 """
 
+from collections.abc import Callable
+from typing import Any
+
+
 
 class Gates:
-    def __init__(self, waiting, children, reads, size):
+    def __init__(self, waiting: list[int], children: Callable[[int], list[int]],
+                 reads: Callable[[int], bool], size: int):
         """``waiting``: the records still to complete; ``children(j)``: the indices
         object j refers to (all below ``size``); ``reads(i)``: whether record i reads
         what it is given."""
         self.component, below = _components(waiting, children, size)
         n = len(below)
-        self.above = [[] for _ in range(n)]
+        self.above: list[list[int]] = [[] for _ in range(n)]
         for c, succ in enumerate(below):
             for d in succ:
                 self.above[d].append(c)
@@ -33,9 +38,9 @@ class Gates:
         for c, succ in enumerate(below):  # below before above: Tarjan's order
             self.open[c] = sum(1 for d in succ if self.left[d] or self.open[d])
         self.reads = reads
-        self.held = {}                    # component -> readers waiting for it to open
+        self.held: dict[int, list[int]] = {}   # component -> readers waiting for it to open
 
-    def hold(self, i):
+    def hold(self, i: int) -> bool:
         """Whether reader i must wait (it is then released by ``done``)."""
         c = self.component[i]
         if not self.open[c] or not self.reads(i):
@@ -43,11 +48,12 @@ class Gates:
         self.held.setdefault(c, []).append(i)
         return True
 
-    def done(self, i):
+    def done(self, i: int) -> list[int]:
         """Record i is complete: the readers it released."""
         c = self.component[i]
         self.left[c] -= 1
-        released, todo = [], [c]
+        released: list[int] = []
+        todo = [c]
         while todo:
             c = todo.pop()
             if self.left[c] or self.open[c]:
@@ -60,13 +66,16 @@ class Gates:
         return released
 
 
-def _components(starts, children, size):
+def _components(starts: list[int], children: Callable[[int], list[int]], size: int) -> Any:
     """({node: component}, [components each refers to]) of everything reached from
     starts (nodes are ints below ``size``), components numbered children first
     (Tarjan's algorithm, without recursion)."""
     index, low = [-1] * size, [0] * size
     on_stack = bytearray(size)
-    component, below, kids_of, stack = {}, [], {}, []
+    component: dict[int, int] = {}
+    below: list[set[int]] = []
+    kids_of: dict[int, list[int]] = {}
+    stack: list[int] = []
     count = 0
     for s in starts:
         if index[s] >= 0:
@@ -76,7 +85,7 @@ def _components(starts, children, size):
         stack.append(s)
         on_stack[s] = 1
         kids = kids_of[s] = children(s)
-        work = [(s, iter(kids))]
+        work: list[tuple[int, Any]] = [(s, iter(kids))]
         while work:
             v, kids = work[-1]
             for w in kids:

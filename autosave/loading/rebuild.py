@@ -241,8 +241,12 @@ class Loader:
         objs = self.objs
         for i in indices:
             obj = objs[i]
+            hook = bound_hook(obj, "__autosave_loaded__")
+            if hook is None:        # the plan saw one on the class: never from the file
+                raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ is not a "
+                                f"method of its class")
             try:
-                bound_hook(obj, "__autosave_loaded__")()
+                hook()
             except Exception as e:
                 raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ failed: "
                                 f"{describe(e)}") from e

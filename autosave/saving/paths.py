@@ -8,13 +8,15 @@ __reduce__ value the walk asked for is read from the walk's record of it
 """
 
 from collections import deque
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import SaveError
 from ..format.wire import INLINE_TYPES
 from ..model.anatomy import labelled_parts
 
 
-def placed(walker, obj, e):
+def placed(walker: Any, obj: Any, e: BaseException) -> BaseException:
     """The SaveError for ``e``, raised while ``walker`` saved ``obj``: with obj's path,
     unless an object deeper down already placed it (the innermost one is to blame)."""
     if isinstance(e, SaveError) and e.path is not None:
@@ -26,12 +28,13 @@ def placed(walker, obj, e):
                      path)
 
 
-def placed_cause(e):
+def placed_cause(e: BaseException) -> BaseException | None:
     """What the placed error is raised from: a SaveError keeps its own cause."""
     return e.__cause__ if isinstance(e, SaveError) else e
 
 
-def find_path(root, target, made=None, is_target=None):
+def find_path(root: Any, target: Any, made: dict[int, Any] | None = None,
+              is_target: Callable[[Any], bool] | None = None) -> str:
     """The shortest path from root to target, as 'root.squads[3].leader'.
 
     ``made``: what a walk's user code gave it, by id (see Walker.made). Given it, the

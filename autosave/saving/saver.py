@@ -15,6 +15,8 @@ bytes: the suite saves every graph both ways. A failure is a SaveError with the 
 of the object whose handler failed: a save walks the graph once, whatever happens.
 """
 
+from typing import Any
+
 from ..errors import FormatError, LoadError, SaveError
 from ..model.generated import GENERATED, SAVE_OPERATIONS
 from ..checks.limits import check_records
@@ -56,7 +58,7 @@ class Saver(Walker):
     # dumps(buffer_callback=...) on its own walker; read by the numpy adapter.
     out_of_band: object = None
 
-    def __init__(self, generated=True):
+    def __init__(self, generated: bool = True):
         super().__init__()
         self.generated = generated
         self.context = None
@@ -72,15 +74,15 @@ class Saver(Walker):
             self.context = SaveContext(self)
         return factory(self.context)
 
-    def check_walk(self):
+    def check_walk(self) -> None:
         self.check_loadable(self.types, self.records)
 
-    def check_loadable(self, types, records):
+    def check_loadable(self, types: list[Any], records: list[Any]) -> None:
         """Refuse a graph that would save but not load: the loader's bounds (chains
         CPython frees or hashes by unchecked C recursion, hash work) are checked here
         on the records, with the plans a load would make, so no save is ever written
         that its own game could not read back."""
-        plans = []
+        plans: list[Any] = []
         try:
             plans.extend(plan_for(i, entry) for i, entry in enumerate(types))
             check_records([schedule_of(p) for p in plans], records, self.first_record,
