@@ -5,6 +5,7 @@ batch objects.
 """
 
 import sys
+from typing import Any
 from collections import deque
 from itertools import islice
 from types import MemberDescriptorType
@@ -27,10 +28,10 @@ class EnumPlan:
     mutable, has_fill, has_loaded_hook, reads_parts, deep = False, False, False, False, False
     build_slice, build_finished, fill_finished, hashes = slice(1, None), None, None, False
 
-    def __init__(self, cls):
+    def __init__(self, cls: Any):      # an Enum class
         self.cls = cls
 
-    def build(self, vals):
+    def build(self, vals: list[Any]) -> Any:
         if len(vals) == 2:
             if type(vals[1]) is not str:
                 raise FormatError(f"an enum {self.cls.__qualname__} record holds a "
@@ -55,7 +56,7 @@ class EnumPlan:
                 f"({self.where()}); give a member that "
                 f"value again in its body (OLD_NAME = {value!r}), and the save loads") from None
 
-    def where(self):
+    def where(self) -> str:
         return f"class {self.cls.__qualname__} in module {self.cls.__module__}"
 
 
@@ -67,7 +68,7 @@ class StatePlan:
     mutable, has_fill, reads_parts = True, True, True
     build_finished, fill_finished, hashes = None, slice(1, None), False
 
-    def __init__(self, cls, saved_version=None):
+    def __init__(self, cls: type, saved_version: int | None = None):
         self.cls = cls
         self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
         self.hash_kind = 0 if cls.__hash__ in (object.__hash__, None) else 2
@@ -111,7 +112,7 @@ class StatePlan:
 class InstancePlan:
     """A class saved field by field, mapped onto the class as it is now."""
 
-    def __init__(self, cls, saved_name, saved_version, fields):
+    def __init__(self, cls: type, saved_name: str, saved_version: int, fields: list[str]):
         schema = self.schema = schema_of(cls)
         self.cls = cls
         # interned, as attribute names are (and as pickle's loads gives them)
@@ -164,7 +165,8 @@ class InstancePlan:
         # needs upgrades, defaults or skips a field takes the general one.
         simple = not self.upgrades and not self.defaults
         if simple and schema.layout == "dict" and len(self.setters) == self.nfields:
-            self.fill, self.create = self.fill_dict, self.create_filled
+            # the general fill replaced by the layout's: a plan's calls are data
+            self.fill, self.create = self.fill_dict, self.create_filled  # type: ignore[method-assign]
             self.direct = "dict"
         elif simple and schema.layout == "slots" and all(
                 is_slot and type(getattr(cls, name)) is MemberDescriptorType
@@ -172,7 +174,7 @@ class InstancePlan:
             self.slot_descriptors = [getattr(cls, name) for _, name, _ in self.setters]
             self.slot_setters = [(pos, d.__set__) for (pos, _, _), d in zip(
                 self.setters, self.slot_descriptors)]
-            self.fill, self.create = self.fill_slots, self.create_filled
+            self.fill, self.create = self.fill_slots, self.create_filled  # type: ignore[method-assign]
             self.direct = "slots"
 
     def allocate(self, rec):
@@ -274,7 +276,7 @@ class InstancePlan:
             self.set_field(obj, name, d.make(obj))
 
 
-def missing_field(schema, name):
+def missing_field(schema: Any, name: str) -> str:
     """What a save of the class's own version lacking field ``name`` tells the user: a
     hook alone never runs (it needs a version to upgrade from), so the fix says both."""
     v = schema.version
@@ -291,7 +293,7 @@ def missing_field(schema, name):
 
 # -- type entries -> plans ---------------------------------------------------------------
 
-def resolve_class(name):
+def resolve_class(name: str) -> Any:
     """The class a type entry names. A name whose module the loading process has not
     imported gets one message naming that module, whether or not its package is trusted
     yet (importing the game's module trusts it): never a trust error, then another."""
@@ -320,7 +322,7 @@ def resolve_class(name):
             f"(a load imports nothing): {fix}") from None
 
 
-def plan_for(index, entry):
+def plan_for(index: int, entry: Any) -> Any:
     name, version, fields = type_entry(index, entry)
     adapter = ADAPTERS_BY_NAME.get(name)
     if adapter is not None:
@@ -339,7 +341,7 @@ def plan_for(index, entry):
     return InstancePlan(cls, name, version, fields)
 
 
-def release_plans(plans):
+def release_plans(plans: list[Any]) -> None:
     """Empty the plans of a load (or of a save's check that it would load): a plan keeps
     its own bound methods (``fill``, ``create``), a cycle per class for the collector.
     Adapters are shared and hold none."""

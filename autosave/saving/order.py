@@ -31,6 +31,8 @@ that was not digested before.
 """
 
 import struct
+from collections.abc import Callable
+from typing import Any
 
 from xxhash import xxh3_128_hexdigest
 
@@ -49,7 +51,7 @@ _pack_double = struct.Struct(">d").pack
 _DECIMAL = 10 ** 4000
 
 
-def inline_token(v):
+def inline_token(v: Any) -> str:
     """The typed text of an inline value; floats bit-exact (NaN payloads, -0.0)."""
     cls = v.__class__
     if cls is str:
@@ -66,7 +68,7 @@ def inline_token(v):
 INLINE = INLINE_TYPES
 
 
-def sort_inline(members):
+def sort_inline(members: Any) -> list[Any] | None:
     """Sets of only strings, only bytes or only numbers sort by value (a set
     of any other mix falls through to ``canonical_order``); None if not such a set."""
     kinds = {m.__class__ for m in members}
@@ -81,18 +83,19 @@ class SetOrder:
     """Orders set members for one walk. ``cell_of(obj)``: the walk's cell of obj, or
     None (``Walker.cell_of``)."""
 
-    def __init__(self, cell_of, structural_index, root):
+    def __init__(self, cell_of: Callable[[Any], Any], structural_index: Callable[[Any], int],
+                 root: Callable[[], Any]):
         self.cell_of = cell_of
         self.structural_index = structural_index
         self.root = root             # () -> the walk's root
         self.referrers = None        # id -> ["type key@position", ...], see referred_as
-        self.stable = {}       # id -> digest that holds for the whole save
-        self.keep = []         # objects made for digests (states, reduce parts) stay alive
+        self.stable: dict[int, str] = {}   # id -> digest that holds for the whole save
+        self.keep: list[Any] = []   # objects made for digests (states, reduce parts) stay alive
                                # while their ids are keys of ``stable``
-        self.kinds = {}        # class -> dispatch.kind_of(class), for this save: looked
+        self.kinds: dict[type, Any] = {}   # class -> dispatch.kind_of(class), for this save: looked
                                # up once per class, not per object digested
-        self.plain = {}        # class -> its schema if ``_plain_schema``, else False
-        self.keys = {}         # (class, shape or None) -> its type key (``_other_parts``)
+        self.plain: dict[type, Any] = {}   # class -> its schema if ``_plain_schema``, else False
+        self.keys: dict[Any, str] = {}     # (class, shape or None) -> its type key (``_other_parts``)
 
     def instance_key(self, schema, obj):
         """The type key ``_other_parts`` gives an instance of a ``_plain_schema``
@@ -106,7 +109,7 @@ class SetOrder:
             key = self.keys[schema.cls, shape] = key
         return key
 
-    def __call__(self, members):
+    def __call__(self, members: Any) -> list[Any]:
         """The members of a set, in canonical order."""
         plain = sort_inline(members)
         if plain is not None:
@@ -136,7 +139,7 @@ class SetOrder:
             out += [m for _, m in keyed]
         return out
 
-    def digests(self, members):
+    def digests(self, members: list[Any]) -> dict[int, str]:
         """{id: digest} of the members (``graph_digests``). A member whose saved parts
         are all inline values (a frozen dataclass of ints, a namedtuple of floats: the
         common set member hashed by value) is a node with no edge there, alone in its
@@ -180,7 +183,8 @@ class SetOrder:
             found.update(self.graph_digests([m for m in members if id(m) in rest], rest))
         return found
 
-    def graph_digests(self, members, made=None):
+    def graph_digests(self, members: list[Any], made: dict[int, Any] | None = None
+                      ) -> dict[int, str]:
         """{id: digest} of the members: a pure function of what they reach and of the
         walk's state (never of the order anything is met or computed in).
 
@@ -195,7 +199,10 @@ class SetOrder:
         of members ``parts_of`` gave already, by id.
         """
         cell_of, stable, keep = self.cell_of, self.stable, self.keep
-        index, nodes, keys, edges = {}, [], [], []
+        index: dict[int, int] = {}
+        nodes: list[Any] = []
+        keys: list[str] = []
+        edges: list[list[tuple[str | None, int]]] = []
         # edges[i]: [(token or None, child node or -1)], unordered members from u[i]
         unordered = []
         state = []              # depends on the walk's state (written / in progress)
@@ -216,7 +223,7 @@ class SetOrder:
             key, children, unordered_from = parts or parts_of(obj, keep, self.kinds)
             cell = cell_of(obj)
             depends = cell is not None and cell[0] is False      # a member in progress
-            out = []
+            out: list[tuple[str | None, int]] = []
             for v in children:
                 if v.__class__ in INLINE:
                     out.append((inline_token(v), -1))
@@ -242,7 +249,7 @@ class SetOrder:
             state.append(depends)
             i += 1
 
-        digest = [None] * len(nodes)
+        digest: list[Any] = [None] * len(nodes)     # each node's, components first
         for component in _components(edges):
             if len(component) == 1 and all(c != component[0] for _, c in edges[component[0]]):
                 n = component[0]
@@ -407,11 +414,11 @@ def _first(pair):
     return pair[0]
 
 
-def type_name(cls):
+def type_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def parts_of(obj, keep, kinds):
+def parts_of(obj: Any, keep: list[Any], kinds: dict[type, Any]) -> tuple[str, Any, int | None]:
     """(type key, the values the walk saves for obj, index where unordered members
     start or None): what the digest of obj covers. Mirrors the walk's handlers; an
     object the walk would refuse gets its type alone (the walk reports it). ``kinds``:
