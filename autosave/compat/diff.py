@@ -58,7 +58,7 @@ class Side:
         try:
             # decoded under the file's own budget, as a load decodes (docs/security.md);
             # the walk below builds no object a record declares, and is linear in both
-            # files (tests/test_diff_bounds.py counts its instructions)
+            # files (docs/security.md, "Budgets")
             with file_budget(len(data)):
                 self.types, self.records, self.root = records_of(data)
         except FormatError as e:
