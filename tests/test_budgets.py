@@ -139,6 +139,7 @@ class Embeds:
 autosave.allow(__name__)
 
 
+@pytest.mark.slow         # a load within a load, each near its budget: seconds
 def test_a_load_run_by_a_hook_has_a_budget_of_its_own(loops):
     inner = autosave.dumps([[] for _ in range(400_000)])     # decoding it: ~90 bytes each
     outer = autosave.dumps(Embeds(inner))

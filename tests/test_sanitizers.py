@@ -89,6 +89,7 @@ def test_the_differential_tests_pass_under_asan_and_ubsan(sanitized):
     assert "runtime error" not in done.stderr and "AddressSanitizer" not in done.stderr, report
 
 
+@pytest.mark.slow         # builds the extension under sanitizers, as the test above
 def test_the_sanitizers_would_see_a_signed_overflow(sanitized, tmp_path):
     """The build traps what it is meant to: a C loop doing undefined behaviour on
     purpose fails the run (so a pass above means none was reached)."""
