@@ -1,10 +1,11 @@
 """Which objects autosave moves between processes for Dask and Ray (docs/distributed.md):
 the game's own, never anything else, so an engine's default serializer keeps the rest."""
 
+import importlib
 from collections.abc import Iterable
 
 from .coroutines.runtime import Coroutine
-from .model.registry import REGISTRY, stable_name
+from .model.registry import REGISTRY, allow as allow_packages, stable_name
 
 CONTAINERS = (list, tuple, dict, set, frozenset)
 MAX_DEPTH = 3                      # containers nested in containers, looked into
@@ -50,3 +51,13 @@ def claimed_classes() -> list[type]:
             seen.add(cls)
             found.append(cls)
     return found
+
+
+def import_game(modules: Iterable[str] = (), allow: Iterable[str] = ()) -> None:
+    """A worker's start, for either engine: import ``modules`` (ImportError if one is
+    missing, so the worker fails at start, not a task later) and trust ``allow``."""
+    for name in modules:
+        importlib.import_module(name)
+    allowed = list(allow)
+    if allowed:
+        allow_packages(*allowed)

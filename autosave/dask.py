@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,9 +27,8 @@ except ImportError as e:
     raise ImportError(f"autosave.dask needs Dask's distributed: pip install "
                       f"'autosave[dask]' ({e})") from e
 
-from .claims import claimed_classes, claims
+from .claims import claimed_classes, claims, import_game
 from .files import dumps, loads
-from .model.registry import allow as allow_packages
 
 FAMILY = "autosave"
 # What a client lists to accept no pickle back: gather and results come through the
@@ -83,11 +81,7 @@ def install() -> None:
 
 def setup(modules: Iterable[str] = (), allow: Iterable[str] = ()) -> None:
     """Import ``modules`` (ImportError if one is missing), trust ``allow``, install."""
-    for name in modules:
-        importlib.import_module(name)
-    allowed = list(allow)
-    if allowed:
-        allow_packages(*allowed)
+    import_game(modules, allow)
     install()
 
 

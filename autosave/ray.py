@@ -23,10 +23,9 @@ try:
 except ImportError as e:
     raise ImportError(f"autosave.ray needs Ray: pip install 'autosave[ray]' ({e})") from e
 
-from .claims import claimed_classes
+from .claims import claimed_classes, import_game
 from .errors import FormatError
 from .files import dumps, loads
-from .model.registry import allow as allow_packages
 
 MAGIC = b"\x89ASVRAY\n"
 COUNT = struct.Struct("<Q")
@@ -54,11 +53,7 @@ def register() -> None:
 
 def setup(modules: Iterable[str] = (), allow: Iterable[str] = ()) -> None:
     """Import ``modules`` (ImportError if one is missing), trust ``allow``, register."""
-    for name in modules:
-        importlib.import_module(name)
-    allowed = list(allow)
-    if allowed:
-        allow_packages(*allowed)
+    import_game(modules, allow)
     register()
 
 
