@@ -1,106 +1,8 @@
-/* A save reads columns off the objects of a batch: the types a column holds, a mixed
- * column split, the key shapes of __dict__ instances, and the columns themselves (slots,
- * __dict__ values, lists' lengths and items, dicts' entries), the objects a column met
- * grouped by type and the dicts keyed by inline values told apart, one pass each. */
+/* A save reads columns off the objects of a batch: the key shapes of __dict__
+ * instances, and the columns themselves (slots, __dict__ values, lists' lengths and
+ * items, dicts' entries), one pass each; a column of repeated strings coded. What types
+ * a column holds is kinds.c's. */
 #include "speedups.h"
-
-/* The set of the types of seq's items; each type met for the first time is also
- * appended to in_order, when it is not NULL. The one loop of kinds and first_kinds. */
-static PyObject *
-distinct_types(PyObject *seq, PyObject *in_order)
-{
-    PyObject *items = as_tuple(seq);
-    if (items == NULL)
-        return NULL;
-    PyObject *out = PySet_New(NULL);
-    if (out == NULL)
-        goto fail;
-    PyTypeObject *last = NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyTypeObject *t = Py_TYPE(PyTuple_GET_ITEM(items, i));
-        if (t == last)                  /* runs of one type are the common case */
-            continue;
-        last = t;
-        if (in_order != NULL) {
-            int found = PySet_Contains(out, (PyObject *)t);
-            if (found < 0 || (!found && PyList_Append(in_order, (PyObject *)t) < 0))
-                goto fail;
-        }
-        if (PySet_Add(out, (PyObject *)t) < 0)
-            goto fail;
-    }
-    Py_DECREF(items);
-    return out;
-fail:
-    Py_DECREF(items);
-    Py_XDECREF(out);
-    return NULL;
-}
-
-/* kinds(column) -> the set of the types of column's items. */
-PyObject *
-autosave_kinds(PyObject *module, PyObject *column)
-{
-    return distinct_types(column, NULL);
-}
-
-/* first_kinds(objs) -> the distinct types of objs' items, in the order first met. */
-PyObject *
-autosave_first_kinds(PyObject *module, PyObject *objs)
-{
-    PyObject *out = PyList_New(0);
-    if (out == NULL)
-        return NULL;
-    PyObject *seen = distinct_types(objs, out);
-    if (seen == NULL) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    Py_DECREF(seen);
-    return out;
-}
-
-/* split(column, inline_types) -> (mask, inline, refs): mask byte 0 for an item whose
- * type is in inline_types, 1 for any other; the items of each kind, in order. */
-PyObject *
-autosave_split(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 2 || !PyAnySet_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "split(column, inline_types: set)");
-        return NULL;
-    }
-    PyObject *types = args[1], *mask = NULL, *inline_ = NULL, *refs = NULL;
-    PyObject *items = as_tuple(args[0]);
-    if (items == NULL)
-        return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
-    if ((mask = PyBytes_FromStringAndSize(NULL, n)) == NULL
-            || (inline_ = PyList_New(0)) == NULL || (refs = PyList_New(0)) == NULL)
-        goto fail;
-    char *bits = PyBytes_AS_STRING(mask);
-    PyTypeObject *last = NULL;
-    int last_inline = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyTuple_GET_ITEM(items, i);
-        if (Py_TYPE(item) != last) {
-            last = Py_TYPE(item);
-            if ((last_inline = PySet_Contains(types, (PyObject *)last)) < 0)
-                goto fail;
-        }
-        bits[i] = !last_inline;
-        if (PyList_Append(last_inline ? inline_ : refs, item) < 0)
-            goto fail;
-    }
-    Py_DECREF(items);
-    return Py_BuildValue("(NNN)", mask, inline_, refs);
-fail:
-    Py_DECREF(items);
-    Py_XDECREF(mask);
-    Py_XDECREF(inline_);
-    Py_XDECREF(refs);
-    return NULL;
-}
 
 /* Whether dict a's keys are b's, the same objects in the same order (no Python runs). */
 static int
@@ -400,98 +302,6 @@ fail:
     return NULL;
 }
 
-/* group_kinds(objs) -> (kinds, groups): the distinct types of the items in the order
- * first met, and for each a list of the items of that type, in order. */
-PyObject *
-autosave_group_kinds(PyObject *module, PyObject *objs)
-{
-    PyObject *items = as_tuple(objs), *kinds = NULL, *groups = NULL, *where = NULL;
-    if (items == NULL)
-        return NULL;
-    if ((kinds = PyList_New(0)) == NULL || (groups = PyList_New(0)) == NULL
-            || (where = PyDict_New()) == NULL)
-        goto fail;
-    PyTypeObject *last = NULL;
-    PyObject *group = NULL;               /* borrowed: held by groups */
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyTuple_GET_ITEM(items, i);
-        PyTypeObject *t = Py_TYPE(item);
-        if (t != last) {                  /* runs of one type are the common case */
-            group = PyDict_GetItemWithError(where, (PyObject *)t);
-            if (group == NULL) {
-                if (PyErr_Occurred())
-                    goto fail;
-                PyObject *fresh = PyList_New(0);
-                if (fresh == NULL)
-                    goto fail;
-                int failed = PyDict_SetItem(where, (PyObject *)t, fresh) < 0
-                    || PyList_Append(kinds, (PyObject *)t) < 0
-                    || PyList_Append(groups, fresh) < 0;
-                Py_DECREF(fresh);
-                if (failed)
-                    goto fail;
-                group = fresh;
-            }
-            last = t;
-        }
-        if (PyList_Append(group, item) < 0)
-            goto fail;
-    }
-    Py_DECREF(items);
-    Py_DECREF(where);
-    return Py_BuildValue("(NN)", kinds, groups);
-fail:
-    Py_DECREF(items);
-    Py_XDECREF(kinds);
-    Py_XDECREF(groups);
-    Py_XDECREF(where);
-    return NULL;
-}
-
-/* inline_keyed(dicts) -> None when every dict's keys are all of inline types, else a
- * list of each dict's answer (True or False). TypeError for anything but a dict. */
-PyObject *
-autosave_inline_keyed(PyObject *module, PyObject *dicts)
-{
-    PyObject *items = as_tuple(dicts), *out = NULL;
-    if (items == NULL)
-        return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *d = PyTuple_GET_ITEM(items, i), *key, *value;
-        if (!PyDict_Check(d)) {
-            PyErr_SetString(PyExc_TypeError, "inline_keyed reads dicts");
-            goto fail;
-        }
-        Py_ssize_t pos = 0;
-        int fits = 1;
-        while (PyDict_Next(d, &pos, &key, &value)) {   /* runs no Python code */
-            if (!is_inline(key)) {
-                fits = 0;
-                break;
-            }
-        }
-        if (!fits && out == NULL) {       /* the first that does not: answers so far */
-            if ((out = PyList_New(0)) == NULL)
-                goto fail;
-            for (Py_ssize_t j = 0; j < i; j++)
-                if (PyList_Append(out, Py_True) < 0)
-                    goto fail;
-        }
-        if (out != NULL && PyList_Append(out, fits ? Py_True : Py_False) < 0)
-            goto fail;
-    }
-    Py_DECREF(items);
-    if (out == NULL)
-        Py_RETURN_NONE;
-    return out;
-fail:
-    Py_DECREF(items);
-    Py_XDECREF(out);
-    return NULL;
-}
-
 /* dict_entries(dicts) -> [lengths, keys, values]: each dict's length, then all their
  * keys and all their values one after the other, in order. TypeError for anything but
  * a dict. */
@@ -551,6 +361,8 @@ fail:
  * docs/format.md); None as soon as there are more than limit distinct ones. One dict
  * lookup per value; hashing and comparing exact strs runs no Python code. TypeError
  * for a value that is not an exact str (met before the limit is). */
+#define RECENT_STRINGS 256      /* a power of 2 */
+
 PyObject *
 autosave_code_strings(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -569,8 +381,18 @@ autosave_code_strings(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if ((table = PyDict_New()) == NULL || (strings = PyList_New(0)) == NULL
             || (codes = PyList_New(n)) == NULL)
         goto fail;
+    /* A column of keys repeats a few string objects (literals are interned, and json
+     * makes each key once per document set): the last code given for each address,
+     * found without hashing. Both sides are borrowed: items holds the strings, table
+     * the codes. */
+    struct { PyObject *s, *code; } recent[RECENT_STRINGS] = {{NULL, NULL}};
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *s = PyTuple_GET_ITEM(items, i);
+        size_t slot = ((uintptr_t)s >> 4) & (RECENT_STRINGS - 1);
+        if (recent[slot].s == s) {
+            PyList_SET_ITEM(codes, i, Py_NewRef(recent[slot].code));
+            continue;
+        }
         if (!PyUnicode_CheckExact(s)) {
             PyErr_SetString(PyExc_TypeError, "code_strings codes strs");
             goto fail_filling;
@@ -596,6 +418,8 @@ autosave_code_strings(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             if (failed)
                 goto fail_filling;
         }
+        recent[slot].s = s;
+        recent[slot].code = code;
         PyList_SET_ITEM(codes, i, Py_NewRef(code));
         continue;
     fail_filling:

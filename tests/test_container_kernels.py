@@ -221,6 +221,20 @@ def test_code_strings_agree(values, limit):
         outcome(_speedups.code_strings, values, limit)
 
 
+# More distinct strings than the C loop remembers by address (RECENT_STRINGS), equal
+# strings that are different objects, and repeats far apart: the codes are the dict's.
+WORDS = [f"w{i}" for i in range(400)]
+
+
+@needs_c
+@settings(max_examples=FUZZ or 100, **SETTINGS)
+@given(st.lists(st.one_of(st.sampled_from(WORDS), st.sampled_from(WORDS).map(
+    lambda w: "".join(list(w)))), max_size=1200), st.integers(0, 500))
+def test_code_strings_agree_past_the_strings_they_remember(values, limit):
+    assert outcome(kernels.PURE["code_strings"], values, limit) == \
+        outcome(_speedups.code_strings, values, limit)
+
+
 @needs_c
 @settings(max_examples=FUZZ or 300, **SETTINGS)
 @given(st.lists(st.one_of(st.text(max_size=2), st.sampled_from([1, None, Key("a")])),

@@ -476,6 +476,32 @@ def test_save_loops_agree(column, known):
     assert kernels.PURE["list_columns"](lists) == _speedups.list_columns(lists)
 
 
+# More classes than the loops remember by address (csrc/kinds.c, TYPE_CACHE), and
+# classes whose metaclass hashes and compares them by name: the sets the loops ask run
+# Python code, and must be asked exactly as often as the answers need.
+class _ByName(type):
+    def __eq__(cls, other):
+        return isinstance(other, _ByName) and cls.__name__ == other.__name__
+
+    def __hash__(cls):
+        return hash(cls.__name__)
+
+
+MANY = [type(f"K{i}", (), {})() for i in range(20)] + \
+    [_ByName("Twin", (), {})(), _ByName("Twin", (), {})()]
+
+
+@needs_c
+@settings(max_examples=FUZZ or 200, **SETTINGS)
+@given(st.lists(st.one_of(inline, st.sampled_from(MANY)), max_size=200),
+       st.lists(st.sampled_from(MANY), max_size=12))
+def test_save_loops_agree_past_the_types_they_remember(column, inline_objs):
+    assert kernels.PURE["kinds"](column) == _speedups.kinds(column)
+    assert kernels.PURE["first_kinds"](column) == _speedups.first_kinds(column)
+    inline_types = frozenset(map(type, inline_objs)) | {int, str}
+    assert kernels.PURE["split"](column, inline_types) == _speedups.split(column, inline_types)
+
+
 class Index:
     """Not an int, but indexes a list as one."""
     def __init__(self, i):
