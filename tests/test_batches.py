@@ -2,6 +2,7 @@
 load does with them, and forged batches, each refused with a FormatError that names
 the batch, never loaded as something else."""
 
+import collections
 import enum
 
 import attrs
@@ -478,3 +479,73 @@ def test_a_value_hashed_batch_holding_references_is_filled_later_and_hashed_then
 def test_forged_value_hashed_batches_are_format_errors_naming_the_batch(batches, match):
     with pytest.raises(FormatError, match=match):
         autosave.loads(forged([KEY], [], [0], batches))
+
+
+# -- namedtuples (format 6) ------------------------------------------------------------
+
+Vec = collections.namedtuple("Vec", "x y")
+
+
+class Loud(collections.namedtuple("Loud", "a b")):
+    """Iterates as no tuple does: its items are read one by one, in a record."""
+    __slots__ = ()
+
+    def __iter__(self):
+        return iter(("loud", "loud"))
+
+
+class Tagged(collections.namedtuple("Tagged", "a")):
+    pass                                     # a __dict__: fields of its own, a record
+
+
+VEC = [f"{__name__}.Vec", 1, []]
+
+
+def test_namedtuples_of_inline_items_are_batched_and_built_before_records_hash_them():
+    vecs = [Vec(i % 9, float(i)) for i in range(60)] + [Vec("a", None), Vec(b"", True)]
+    graph = {"seen": set(vecs), "by": {v: [v] for v in vecs[:30]},
+             "frozen": frozenset(vecs[:5]), "pairs": [(vecs[0], 1)],
+             "deep": Vec([1], Vec(1, 2)), "short": Vec._make([3, 4])}
+    data = autosave.dumps(graph)
+    types, records, _, batches = body(data)
+    assert f"{__name__}.Vec" in names(types, batches)
+    # Vec([1], ...) holds references: that one alone is a record, under the same entry
+    assert [types[r[0]][0] for r in records].count(f"{__name__}.Vec") == 1
+    assert [t[0] for t in types].count(f"{__name__}.Vec") == 1
+    back = autosave.loads(data)
+    assert back["seen"] == set(vecs) and all(type(v) is Vec for v in back["seen"])
+    assert back["by"] == graph["by"] and back["frozen"] == graph["frozen"]
+    assert back["deep"] == graph["deep"] and type(back["deep"].y) is Vec
+    for v, (same,) in back["by"].items():     # one object per saved object
+        assert same is v
+    assert autosave.copy(graph) == graph
+
+
+def test_tuple_subclasses_that_iterate_otherwise_or_hold_a_dict_are_records():
+    loud, tagged = Loud(1, 2), Tagged(1)
+    tagged.note = "x"
+    types, records, _, batches = body(autosave.dumps([loud, tagged, Vec(1, 2)]))
+    assert f"{__name__}.Vec" in names(types, batches)
+    assert {f"{__name__}.Loud", f"{__name__}.Tagged"} <= {types[r[0]][0] for r in records}
+    back = autosave.loads(autosave.dumps([loud, tagged]))
+    assert type(back[0]) is Loud and tuple(tuple.__iter__(back[0])) == (1, 2)
+    assert back[1] == (1,) and back[1].note == "x"
+
+
+@pytest.mark.parametrize("batches, match", [
+    ([[0, 1, [0, [1]], [1, [0]]]], "batch 0: a .*Vec's item in a batch is not an inline"),
+    ([[0, 1, [0, [1]], [0, [ABSENT]]]], "batch 0: .*unset-slot marker"),
+    ([[0, 2, [0, [1, 2]], [0, [7]]]], "batch 0"),
+    ([[0, 1, [0, [1]]]], r"batch 0 \(.*Vec\) must have 2 columns, it has 1"),
+    ([[0, 1, [0, [-1]], [0, []]]], "batch 0"),
+])
+def test_forged_namedtuple_batches_are_format_errors_naming_the_batch(batches, match):
+    with pytest.raises(FormatError, match=match):
+        autosave.loads(forged([VEC], [], [0], batches))
+
+
+def test_a_forged_namedtuple_batch_of_any_length_loads_as_its_record_would():
+    data = forged([VEC], [], [0], [[0, 2, [0, [3, 0]], [0, [1, 2, 3]]]])
+    back = autosave.loads(data)
+    assert type(back) is Vec and tuple.__iter__(back).__length_hint__() == 3
+    assert tuple(tuple.__iter__(back)) == (1, 2, 3)

@@ -1,12 +1,13 @@
 """Property tests: random object graphs survive a round trip as isomorphic copies.
 
 The strategy builds N nodes of a few kinds -- slotted attrs nodes and plain ``__dict__``
-nodes (identity-hashed), frozen attrs classes and frozen dataclasses (hashed by value,
+nodes (identity-hashed), frozen attrs classes, frozen dataclasses and namedtuples (hashed by value,
 used as dict keys and set members), lists, dicts, sets, tuples and frozensets -- joined
 by random edges, so graphs have sharing, cycles (also through immutable tuples and
 frozen keys), self-references and keys whose hash depends on other nodes.
 """
 
+import collections
 import dataclasses
 import gc
 import os
@@ -47,8 +48,10 @@ class DataKey:
     y: object
 
 
+Pair = collections.namedtuple("Pair", "x y")      # a tuple subclass, hashed by value
+
 MUTABLE = ("slot", "dictnode", "list", "dict", "set")
-IMMUTABLE = ("fkey", "dkey", "tuple", "frozenset")
+IMMUTABLE = ("fkey", "dkey", "ntuple", "tuple", "frozenset")
 ATTR_NAMES = ("p", "q", "r", "s")
 
 atoms = st.one_of(
@@ -94,7 +97,7 @@ def graph_specs(draw, max_nodes=10):
     order = sorted(range(n), key=lambda i: kinds[i] in MUTABLE)
     for i in order:
         k = kinds[i]
-        if k in ("fkey", "dkey"):
+        if k in ("fkey", "dkey", "ntuple"):
             edges[i] = [edge(i, False), edge(i, False)]
             hashable[i] = all(map(is_hashable, edges[i]))
         elif k == "tuple":
@@ -135,6 +138,8 @@ def build(spec):
             objs[i] = FrozenKey(val(edges[i][0]), val(edges[i][1]))
         elif k == "dkey":
             objs[i] = DataKey(val(edges[i][0]), val(edges[i][1]))
+        elif k == "ntuple":
+            objs[i] = Pair(val(edges[i][0]), val(edges[i][1]))
         elif k == "tuple":
             objs[i] = tuple(map(val, edges[i]))
         elif k == "frozenset":

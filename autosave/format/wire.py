@@ -20,9 +20,9 @@ from .forms import Record, target
 from ..errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
-VERSION = 5        # 5: coded columns; 4: batches; 3: ints beyond 64 bits inline (extension 1);
+VERSION = 6        # 6: batches of namedtuples; 5: coded columns; 4: batches; 3: ints beyond 64 bits inline (extension 1);
                    # 2: checksummed frame
-FRAMED = (2, 3, 4, 5)   # the versions with a length and checksum in their header
+FRAMED = (2, 3, 4, 5, 6)   # the versions with a length and checksum in their header
 # What a checkpoint log starts with (autosave.log.file.MAGIC; the log imports this
 # package's files module, so importing it from here would be a cycle).
 LOG_MAGIC = b"\x89ASVLOG\n"

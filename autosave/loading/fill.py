@@ -37,7 +37,7 @@ def _aligned(mask, index):
 def allocate(plans, batches, instance_plan):
     """The batch objects in index order: empty, and the tuples built (from inline
     values and the other batch objects); checks each batch's type and columns."""
-    objs, tuples, whole = [], [], []
+    objs, tuples, whole, named = [], [], [], []
     for b, batch in enumerate(batches):
         t, n = batch[0], batch[1]
         plan = plans[t]
@@ -58,11 +58,19 @@ def allocate(plans, batches, instance_plan):
             if built_whole(plan, batch):
                 whole.append((b, len(objs), n))
             objs += map(plan.new, repeat(plan.cls, n))
+        elif type(plan) is instance_plan and plan.base is tuple and not plan.nfields:
+            if len(batch) != 4:
+                raise FormatError(f"batch {b} ({plan.schema.name}) must have 2 columns, "
+                                  f"it has {len(batch) - 2}")
+            named.append((b, len(objs), n))
+            objs += repeat(None, n)          # built below, from inline values only
         else:
             raise FormatError(f"batch {b}: type {t} is not one whose objects are written "
                               f"in batches")
     if whole:
         build_whole(plans, objs, batches, whole)
+    if named:
+        build_named(plans, objs, batches, named)
     if tuples:
         build_tuples(objs, batches, tuples)
     return objs
@@ -90,6 +98,41 @@ def build_whole(plans, objs, batches, whole):
                                   start)
         except FormatError as e:
             raise FormatError(f"batch {b}: {e}") from None
+
+
+def build_named(plans, objs, batches, named):
+    """Build the batches of tuple subclasses with no fields (namedtuples), whose items
+    are inline values only: each object as its record would be (docs/format.md,
+    "Batches"), before any record hashes one."""
+    filler = Filler(None, batches, objs, None)
+    filler.any_missing = False
+    for b, start, n in named:
+        batch = batches[b]
+        plan = plans[batch[0]]
+        try:
+            lengths, _, _ = filler.resolve(batch[2], n, lengths=True)
+            items, index, _ = filler.resolve(batch[3], None)
+            check_lengths(lengths, len(items), f"{plan.schema.name} objects")
+            if index is not None:
+                raise FormatError(f"a {plan.schema.name}'s item in a batch is not an "
+                                  f"inline value")
+            if _ABSENT in kernels.kinds(items):
+                raise FormatError(f"a {plan.schema.name}'s item is an unset-slot marker")
+        except FormatError as e:
+            raise FormatError(f"batch {b}: {e}") from None
+        it = iter(items)
+        if plan.upgrades or plan.defaults:   # what the record's fill would run
+            objs[start:start + n] = [_record_built(plan, [batch[0], *islice(it, k)])
+                                     for k in lengths]
+        else:
+            objs[start:start + n] = map(tuple.__new__, repeat(plan.cls),
+                                        map(islice, repeat(it), lengths))
+
+
+def _record_built(plan, vals):
+    obj = plan.build(vals)
+    plan.fill(obj, vals)
+    return obj
 
 
 def build_tuples(objs, batches, tuples):

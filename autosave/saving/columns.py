@@ -46,7 +46,17 @@ def value_batchable(cls, kind, detail):
     (``inline_fields``): plain layouts hashed by value (a frozen dataclass or attrs
     class), which a load builds complete when it allocates them, before any record
     hashes one (docs/format.md, "Batches")."""
+    if kind == "extends":
+        return _plain_tuple_subclass(cls, detail)
     return kind in ("slots", "dict") and not detail.batched and not detail.transient
+
+
+def _plain_tuple_subclass(cls, detail):
+    """A tuple subclass with nothing of its own to save, that iterates and measures as
+    a tuple (a namedtuple): its objects are their items, as a tuple batch's are."""
+    return detail.base is tuple and not detail.saved_slots and not detail.has_dict \
+        and not detail.transient and cls.__iter__ is tuple.__iter__ \
+        and cls.__len__ is tuple.__len__
 
 
 def batchable(cls, kind, detail):
@@ -129,7 +139,10 @@ class Batches:
                     self.all.append(batch)
                 return batch
             return shaped
-        if cls is dict:
+        if kind == "extends":          # a namedtuple: lengths, then the items
+            batch = Batch(walker.index_of((cls, ()), schema.name, schema.version, ()), 2,
+                          self.loops.list_columns, 1)
+        elif cls is dict:
             batch = Batch(walker.index_of(ADAPTERS_BY_TYPE[dict]), 3, self.loops.dict_entries,
                           2)
         else:                          # lists, tuples: lengths, then the items
@@ -566,6 +579,8 @@ def _inline_fields(kind, schema, cls, loops):
     """obj -> whether every saved field of obj holds an inline value (an unset slot
     does not: a load builds these objects whole)."""
     inline = INLINE_TYPES
+    if kind == "extends":                  # a namedtuple: its items
+        return _inline_keys
     if kind == "dict":
         return lambda obj: set(map(type, obj.__dict__.values())) <= inline
     slots = schema.saved_slots
@@ -586,4 +601,5 @@ def _inline_fields(kind, schema, cls, loops):
 
 
 def _inline_keys(d):
+    """Whether d's keys (or a tuple's items) are all inline values."""
     return set(map(type, d)) <= INLINE_TYPES
