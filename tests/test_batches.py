@@ -549,3 +549,14 @@ def test_a_forged_namedtuple_batch_of_any_length_loads_as_its_record_would():
     back = autosave.loads(data)
     assert type(back) is Vec and tuple.__iter__(back).__length_hint__() == 3
     assert tuple(tuple.__iter__(back)) == (1, 2, 3)
+
+
+def test_the_tools_read_a_namedtuple_batch_as_the_records_it_stands_for():
+    from autosave.format.wire import records_of
+    graph = [Vec(1, "a"), Vec(2.5, None), Vec(3, 4)[:1], {Vec(5, 6)}]
+    types, records, root = records_of(autosave.dumps(graph))
+    vec = [t[0] for t in types].index(f"{__name__}.Vec")
+    assert sorted(r[1:] for r in records if r[0] == vec) == [[1, "a"], [2.5, None], [5, 6]]
+    from autosave.compat.diff import diff
+    changed = diff(autosave.dumps(graph), autosave.dumps([Vec(1, "b")] + graph[1:]))
+    assert [c.path for c in changed.changes] == ["root[0][1]"]

@@ -374,7 +374,7 @@ def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Re
     for b, batch in enumerate(batches):
         n = batch[1]
         columns = [_column_values(b, column) for column in islice(batch, 2, None)]
-        entries = _entries_type(types, batch[0])
+        entries = _entries_type(types, batch[0], len(columns))
         if entries:
             if len(columns) != entries:
                 raise FormatError(f"batch {b} must have {entries} columns")
@@ -399,13 +399,20 @@ def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Re
     return types, expanded + records, root
 
 
-def _entries_type(types, t):
-    """How many columns a batch of type t has if its objects are lists or tuples (2:
-    lengths, items) or dicts (3: lengths, keys, values); 0 for instances."""
+def _entries_type(types, t, ncolumns):
+    """How many columns a batch of type t has if its objects are lists, tuples or
+    namedtuples (2: lengths, items) or dicts (3: lengths, keys, values); 0 for
+    instances (a column per field; an enum's one column of names is a record's
+    payload as well). A namedtuple's type entry has no fields, and its batch two
+    columns."""
     entry = types[t]
     name = entry[0] if type(entry) is list and entry else None
-    return ({"builtins.list": 2, "builtins.tuple": 2, "builtins.dict": 3}.get(name, 0)
-            if type(name) is str else 0)
+    if type(name) is not str:
+        return 0
+    entries = {"builtins.list": 2, "builtins.tuple": 2, "builtins.dict": 3}.get(name, 0)
+    if not entries and ncolumns == 2 and len(entry) == 3 and entry[2] == []:
+        return 2
+    return entries
 
 
 def _column_values(b, column):
