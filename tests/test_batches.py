@@ -405,8 +405,8 @@ class Colour(enum.Enum):
 
 def test_a_column_meeting_new_objects_more_than_once_files_each_once():
     """A column whose objects are all new, some of them more than once (the units'
-    homes; enum members, which are records, in their bags) files or walks each one
-    once, in the order first met: one object in its batch, shared again on load."""
+    homes; enum members in their bags) files each one once, in the order first met:
+    one object in its batch, shared again on load."""
     homes = [Plain(i) for i in range(3)]
     units = [Unit(f"u{i}", i, home=homes[i % 3], bag=[Colour.RED, Colour.BLUE, Colour.RED])
              for i in range(12)]
@@ -414,7 +414,7 @@ def test_a_column_meeting_new_objects_more_than_once_files_each_once():
     types, records, root, batches = body(data)
     counts = {types[b[0]][0]: b[1] for b in batches}
     assert counts[f"{__name__}.Plain"] == 3 and counts[f"{__name__}.Unit"] == 12
-    assert sorted(types[r[0]][0] for r in records) == [f"{__name__}.Colour"] * 2
+    assert counts[f"{__name__}.Colour"] == 2 and records == []
     back = autosave.loads(data)
     assert [u.home.x for u in back] == [i % 3 for i in range(12)]
     assert all(u.home is back[i % 3].home for i, u in enumerate(back))
@@ -560,3 +560,59 @@ def test_the_tools_read_a_namedtuple_batch_as_the_records_it_stands_for():
     from autosave.compat.diff import diff
     changed = diff(autosave.dumps(graph), autosave.dumps([Vec(1, "b")] + graph[1:]))
     assert [c.path for c in changed.changes] == ["root[0][1]"]
+
+
+# -- enum members (format 6) -----------------------------------------------------------
+
+class Perm(enum.Flag):
+    R = 4
+    W = 2
+
+
+class Mood(enum.IntEnum):
+    CALM = 0
+    ANGRY = 1
+    CROSS = 1                   # an alias: the member ANGRY
+
+
+MOOD = [f"{__name__}.Mood", 1, []]
+
+
+def test_enum_members_by_name_are_batched_and_tuples_of_them_are_too():
+    graph = {"grid": {Key(i): (Mood(i % 2), Key(i), Cell(i)) for i in range(30)},
+             "alias": Mood.CROSS, "keys": {Mood.CALM: 1, Colour.RED: 2},
+             "flags": [Perm.R | Perm.W, Perm.R], "pair": (Perm.R | Perm.W, Key(1))}
+    data = autosave.dumps(graph)
+    types, records, _, batches = body(data)
+    counts = {types[b[0]][0]: b[1] for b in batches}
+    assert counts[f"{__name__}.Mood"] == 2 and counts[f"{__name__}.Colour"] == 1
+    assert counts["builtins.tuple"] == 30          # their items all exist when allocated
+    by_record = [types[r[0] if r[0] >= 0 else ~r[0]][0] for r in records]
+    # a Flag member with no name of its own is looked up by value, a record; so is a
+    # tuple holding one
+    assert by_record.count(f"{__name__}.Perm") == 1 and "builtins.tuple" in by_record
+    back = autosave.loads(data)
+    assert back == graph and back["alias"] is Mood.ANGRY
+    assert back["grid"][Key(3)][0] is Mood.ANGRY and back["pair"][0] is Perm.R | Perm.W
+
+
+@pytest.mark.parametrize("batches, match", [
+    ([[0, 1, [1, [0]]]], "batch 0: an enum's batch holds references"),
+    ([[0, 2, [0, ["CALM"]]]], "batch 0 declares 2 objects, its first column holds 1"),
+    ([[0, 1, [0, [3]]]], "holds a member name"),
+    ([[0, 1, [0, ["CALM"]], [0, [1]]]], r"batch 0 \(enum Mood\) must have 1 column"),
+])
+def test_forged_enum_batches_are_format_errors_naming_the_batch(batches, match):
+    with pytest.raises(FormatError, match=match):
+        autosave.loads(forged([MOOD], [], [0], batches))
+
+
+def test_a_member_gone_is_refused_from_a_batch_as_from_a_record():
+    """One lookup, the record's (tests/test_error_fixes.py applies its fix)."""
+    messages = []
+    for data in (forged([MOOD], [], [0], [[0, 1, [0, ["SULKY"]]]]),
+                 forged([MOOD], [[0, "SULKY"]], [-1], [])):
+        with pytest.raises(autosave.IncompatibleSaveError, match="no member 'SULKY'") as e:
+            autosave.loads(data)
+        messages.append(str(e.value))
+    assert messages[0] == messages[1]

@@ -5,6 +5,8 @@ differ (another PYTHONHASHSEED, other allocations, other insertion orders, the g
 loaded back from its own save) and demands identical bytes.
 """
 
+import collections
+import enum
 import json
 import os
 import random
@@ -45,6 +47,19 @@ class Node:
 
 class Plain:
     pass
+
+
+class Suit(enum.Enum):
+    HEARTS = 1
+    SPADES = 2
+
+
+class Rank(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+Pair = collections.namedtuple("Pair", "a b")
 
 
 class Members(set):
@@ -99,6 +114,9 @@ SHAPES = {
     "weak": lambda: _weak(),
     "plain": lambda: {_plain(i) for i in range(15)},
     "nested-sets": lambda: {frozenset({World(a=i), World(a=str(i))}) for i in range(15)},
+    # a tuple meeting several classes first: their batches (type entries) in its order
+    "tuple-meets-classes": lambda: [(Rank.LOW, Suit.HEARTS, World(c=1), Pair(1, 2), Rank.HIGH),
+                                    {Pair(Suit.SPADES, 1), Pair(3, 4)}],
 }
 
 
@@ -191,17 +209,22 @@ def test_the_reported_shapes_give_the_same_bytes_in_eight_processes():
 @st.composite
 def structures(draw):
     """A random structure: nodes (identity-hashed Node, value-hashed World with string
-    parts, lists, sets, frozensets) with random edges, so sets hold members with cycles
+    parts, lists, sets, frozensets, tuples, namedtuples; enum members as values) with
+    random edges, so sets hold members with cycles
     and shared parts. Only node 0 is the root: many nodes are reached through sets
     alone."""
     n = draw(st.integers(2, 14))
-    kinds = draw(st.lists(st.sampled_from(["node", "world", "list", "set", "frozenset"]),
-                          min_size=n, max_size=n))
+    kinds = draw(st.lists(st.sampled_from(["node", "world", "list", "set", "frozenset",
+                                           "tuple", "pair"]), min_size=n, max_size=n))
     kinds[0] = draw(st.sampled_from(["set", "list", "node"]))
     atoms = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from(["x", "y", "\ud800"]))
+    # enum members, by name (a spec is passed to other processes as a literal): the
+    # classes a tuple meets first decide their batches in the tuple's order
+    members = st.sampled_from([f"{type(m).__name__}.{m.name}" for m in [*Suit, *Rank]])
     edges = []
     for i, kind in enumerate(kinds):
-        size = draw(st.integers(0, 4)) if kind in ("list", "set", "frozenset") else 2
+        size = (draw(st.integers(0, 4)) if kind in ("list", "set", "frozenset", "tuple")
+                else 2)
         row = []
         for _ in range(size):
             if draw(st.booleans()):
@@ -209,11 +232,14 @@ def structures(draw):
                 # cycles); members of sets must hash: no lists, no sets
                 targets = [j for j in range(n)
                            if (kinds[j] in ("node", "list", "set") or j < i)
-                           and not (kind in ("set", "frozenset", "world")
+                           and not (kind in ("set", "frozenset", "world", "tuple", "pair")
                                     and kinds[j] in ("list", "set"))]
                 if targets:
                     row.append(("ref", draw(st.sampled_from(targets))))
                     continue
+            if draw(st.integers(0, 3)) == 0:
+                row.append(("member", draw(members)))
+                continue
             row.append(("atom", draw(atoms)))
         edges.append(row)
     return kinds, edges
@@ -230,6 +256,9 @@ def build(spec, rng):
         objs[i] = {"node": Node, "list": list, "set": set}.get(kinds[i], lambda: None)()
 
     def val(e):
+        if e[0] == "member":
+            cls, name = e[1].split(".")
+            return {"Suit": Suit, "Rank": Rank}[cls][name]
         return objs[e[1]] if e[0] == "ref" else e[1]
 
     for i, kind in enumerate(kinds):
@@ -240,6 +269,10 @@ def build(spec, rng):
             items = list(map(val, edges[i]))
             rng.shuffle(items)
             objs[i] = frozenset(items)
+        elif kind == "tuple":
+            objs[i] = tuple(map(val, edges[i]))
+        elif kind == "pair":
+            objs[i] = Pair(*map(val, edges[i]))
     for i, kind in enumerate(kinds):
         if kind == "node":
             objs[i].a, objs[i].b = map(val, edges[i])

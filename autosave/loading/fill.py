@@ -19,6 +19,7 @@ from ..errors import FormatError
 from ..format.wire import (ABSENT, COLUMN_CODED, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES,
                      check_lengths, decoded_column, merge_mixed)
 from ..checks.limits import FLOOD_MIN, check_flood
+from .plans import EnumPlan
 
 LIST_PLAN, DICT_PLAN = ADAPTERS_BY_NAME["builtins.list"], ADAPTERS_BY_NAME["builtins.dict"]
 TUPLE_PLAN = ADAPTERS_BY_NAME["builtins.tuple"]
@@ -58,6 +59,11 @@ def allocate(plans, batches, instance_plan):
             if built_whole(plan, batch):
                 whole.append((b, len(objs), n))
             objs += map(plan.new, repeat(plan.cls, n))
+        elif type(plan) is EnumPlan:
+            if len(batch) != 3:
+                raise FormatError(f"batch {b} (enum {plan.cls.__qualname__}) must have 1 "
+                                  f"column, it has {len(batch) - 2}")
+            objs += enum_members(plan, b, batch, n)
         elif type(plan) is instance_plan and plan.base is tuple and not plan.nfields:
             if len(batch) != 4:
                 raise FormatError(f"batch {b} ({plan.schema.name}) must have 2 columns, "
@@ -98,6 +104,23 @@ def build_whole(plans, objs, batches, whole):
                                   start)
         except FormatError as e:
             raise FormatError(f"batch {b}: {e}") from None
+
+
+def enum_members(plan, b, batch, n):
+    """The members an enum's batch names, looked up as their records would be."""
+    column = batch[2]
+    try:
+        if column[0] == COLUMN_CODED:          # from autosave.copy: a file's are decoded
+            column = decoded_column(column)
+        if column[0] != COLUMN_INLINE:
+            raise FormatError("an enum's batch holds references, not member names")
+        names = column[1]
+        if len(names) != n:
+            raise FormatError(f"a column holds {len(names)} values for {n} objects")
+    except FormatError as e:
+        raise FormatError(f"batch {b}: {e}") from None
+    t = batch[0]
+    return [plan.build([t, name]) for name in names]
 
 
 def build_named(plans, objs, batches, named):

@@ -304,7 +304,8 @@ class Loader:
                 continue
             inner = self.targets(records[j], ALL, j)
             if unfilled:              # a hash by value reading a batch object not filled
-                k = next((k for k in inner if k < unfilled), None)
+                k = next((k for k in inner if k < unfilled and not self.filler.whole(k)),
+                         None)
                 if k is not None:
                     return k
             todo.extend(inner)
@@ -324,7 +325,8 @@ class Loader:
             if j == here or j in seen or j in ready:
                 continue
             seen.add(j)
-            if self.obj_at(j) is MISSING or j in unfinished or j < unfilled:
+            if self.obj_at(j) is MISSING or j in unfinished or (
+                    j < unfilled and not self.filler.whole(j)):
                 return j
             todo.extend(refers_to(j) if j < first else self.targets(records[j], ALL, j))
         ready |= seen
@@ -334,15 +336,17 @@ class Loader:
         """Whether object j is a batch object or reaches one through records (a
         record not built yet, or on a cycle being explored, counts as reaching one)."""
         first, memo, objs = self.first, self.reach_memo, self.objs
-        if j < first:
-            return True
+        whole = self.filler.whole
+        if j < first:           # built whole when allocated: final, and reaches nothing
+            return not whole(j)
         if j in memo:
             return memo[j] is not False
         stack: list[tuple[int, list[int] | None]] = [(j, None)]
         while stack:
             k, kids = stack.pop()
             if kids is not None:               # its children are done
-                memo[k] = any(t < first or memo.get(t) is not False for t in kids)
+                memo[k] = any(not whole(t) if t < first else memo.get(t) is not False
+                              for t in kids)
                 continue
             if k in memo:
                 continue

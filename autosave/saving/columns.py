@@ -32,6 +32,7 @@ from typing import Any
 from ..format.wire import (ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES,
                      inline_column)
 from ..model import dispatch
+from ..model.anatomy import enum_by_name
 from ..model.adapters import ADAPTERS_BY_TYPE
 from .paths import placed, placed_cause
 from ..model.registry import REGISTRY
@@ -48,6 +49,8 @@ def value_batchable(cls, kind, detail):
     hashes one (docs/format.md, "Batches")."""
     if kind == "extends":
         return _plain_tuple_subclass(cls, detail)
+    if kind == "enum":             # its members by name (a load looks each one up)
+        return True
     return kind in ("slots", "dict") and not detail.batched and not detail.transient
 
 
@@ -103,6 +106,7 @@ class Batches:
         # A dict goes in a batch when its keys are inline (they hash the same before
         # and after the fills); a tuple when its items are plain.
         self.fits = {dict: _inline_keys, tuple: self.plain_items}
+        self.whole = set()             # classes whose batch objects a load builds whole
         self.unset = 0
         # A dict for memo (the Python loops) is keyed by id(): objects of batched
         # classes hashed and compared by identity are keyed by themselves instead, in
@@ -139,7 +143,9 @@ class Batches:
                     self.all.append(batch)
                 return batch
             return shaped
-        if kind == "extends":          # a namedtuple: lengths, then the items
+        if kind == "enum":             # one column: the members' names
+            batch = Batch(walker.index_of(cls, schema.name, schema.version), 1, _names, 1)
+        elif kind == "extends":        # a namedtuple: lengths, then the items
             batch = Batch(walker.index_of((cls, ()), schema.name, schema.version, ()), 2,
                           self.loops.list_columns, 1)
         elif cls is dict:
@@ -199,6 +205,7 @@ class Batches:
         batch = self.batch_of(cls, kind, schema)
         if cls not in REGISTRY.asset_classes:     # assets are told apart one by one
             self.by_class[cls] = batch
+            self.whole.add(cls)
         fits = self.fits[cls] = _inline_fields(kind, schema, cls, self.loops)
         memo, add, stale = self.memo, self.add, self.stale.append
         shaped = kind == "dict"
@@ -330,7 +337,35 @@ class Batches:
             self.add_all(batch(shape), list(compress(objs, map(i.__eq__, which))))
 
     def plain_items(self, t):
-        return set(map(type, t)) <= self.plain
+        """Whether tuple t's items all exist before any record: inline values, objects
+        of classes always in batches, and objects a load builds whole as it allocates
+        them (hashed by value with inline fields, namedtuples, enum members)."""
+        kinds = set(map(type, t))
+        if kinds <= self.plain:
+            return True
+        kinds -= self.plain
+        undecided = kinds - self.whole
+        for v in t:            # met here first: its handler decides now, in item order
+            cls = v.__class__
+            if cls in undecided:
+                undecided.discard(cls)
+                if cls not in self.walker.handlers and self.built_whole(cls):
+                    self.decide(cls, v)
+        if not kinds <= self.whole:
+            return False
+        fits = self.fits
+        return all(fits[v.__class__](v) for v in t if v.__class__ in kinds)
+
+    @staticmethod
+    def built_whole(cls):
+        """Whether cls's objects with inline fields are built whole in a batch."""
+        if cls in REGISTRY.asset_classes:
+            return False
+        try:
+            kind, detail = dispatch.kind_of(cls)
+        except Exception:
+            return False                        # the walk meets the error with a path
+        return value_batchable(cls, kind, detail)
 
     # -- columns -----------------------------------------------------------------------
 
@@ -579,6 +614,8 @@ def _inline_fields(kind, schema, cls, loops):
     """obj -> whether every saved field of obj holds an inline value (an unset slot
     does not: a load builds these objects whole)."""
     inline = INLINE_TYPES
+    if kind == "enum":                     # a member saved by its name
+        return enum_by_name
     if kind == "extends":                  # a namedtuple: its items
         return _inline_keys
     if kind == "dict":
@@ -598,6 +635,11 @@ def _inline_fields(kind, schema, cls, loops):
         except AttributeError:             # an unset slot
             return False
     return fits
+
+
+def _names(members):
+    """An enum batch's one column: its members' names."""
+    return [[m._name_ for m in members]]
 
 
 def _inline_keys(d):
