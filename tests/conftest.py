@@ -18,7 +18,7 @@ import pytest
 from hypothesis import settings
 
 import autosave.files
-from autosave.format.wire import encode, frame, msgpack_pack
+from autosave.format.wire import body_of, encode, frame, msgpack_pack
 from autosave.saving.saver import Saver
 from autosave.format.kernels import python_loops
 
@@ -36,7 +36,7 @@ def reflective_bytes(root):
     """The bytes of a save by reflection alone, its loops in Python, encoded by msgpack
     alone (every buffer in band)."""
     with python_loops():
-        return frame(msgpack_pack(list(Saver(generated=False).run(root))))
+        return frame(msgpack_pack(body_of(*Saver(generated=False).run(root))))
 
 
 def in_band(buffer):

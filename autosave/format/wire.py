@@ -100,10 +100,17 @@ def encode(types: list[Any], records: list[Record], root_value: Any, batches: An
            buffer_callback: Callable[[Any], Any] | None = None) -> bytes:
     """A save's bytes. ``buffer_callback``: the records may hold out-of-band markers
     (autosave.format.buffers), each handed to it as the body is written."""
-    body = [types, records, root_value, list(batches)]
+    body = body_of(types, records, root_value, batches)
     if buffer_callback is None:
         return frame(pack(body))
     return frame(pack_with_buffers(body, buffer_callback))
+
+
+def body_of(types: list[Any], records: list[Record], root_value: Any,
+            batches: Any = ()) -> list[Any]:
+    """What a save's body holds for what a walk gives: the batches' mixed columns with
+    their masks packed (the one place a mask is)."""
+    return [types, records, root_value, [_packed(batch) for batch in batches]]
 
 
 def pack_with_buffers(value, callback):
@@ -196,6 +203,41 @@ STATE_FIELDS = ("__getstate__",)   # the type-table fields of a class saved by _
 COLUMN_INLINE, COLUMN_REFS, COLUMN_MIXED, COLUMN_CODED = 0, 1, 2, 3
 COLUMN_KINDS = (COLUMN_INLINE, COLUMN_REFS, COLUMN_MIXED)    # what a reader hands on
 CODED_MIN = 32     # a column of strings is coded from this many values (docs/format.md)
+_TO_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
+_FROM_DIGITS = bytes.maketrans(b"01", b"\x00\x01")
+
+
+def packed_mask(mask: bytes) -> bytes:
+    """A mixed column's mask as a file holds it (version 6): bit i (of byte i // 8,
+    least significant first) for value i, 1 for a reference. Binary digits to an int
+    and back are linear in CPython: no loop per value."""
+    if not mask:
+        return b""
+    return int(mask.translate(_TO_DIGITS)[::-1], 2).to_bytes((len(mask) + 7) // 8, "little")
+
+
+def _packed(batch: list[Any]) -> list[Any]:
+    """The batch as a file holds it: its mixed columns' masks packed (a new list: the
+    caller's batch is left as it was)."""
+    if not any(column[0] == COLUMN_MIXED for column in islice(batch, 2, None)):
+        return batch
+    return [*batch[:2], *(column if column[0] != COLUMN_MIXED else
+                          [COLUMN_MIXED, packed_mask(column[1]), *column[2:]]
+                          for column in islice(batch, 2, None))]
+
+
+def unpacked_mask(packed: bytes, n: int) -> bytes:
+    """The mask, a byte per value, of a mixed column of n values whose file holds it
+    packed; a FormatError unless it has exactly the bytes n values need and no bit set
+    past them (one encoding per mask)."""
+    if len(packed) != (n + 7) // 8:
+        raise FormatError(f"a mixed column's mask has {len(packed)} bytes for {n} values")
+    bits = int.from_bytes(packed, "little")
+    if bits >> n:
+        raise FormatError("a mixed column's mask has bits set past its values")
+    if not n:
+        return b""
+    return format(bits, "b").zfill(n)[::-1].encode("ascii").translate(_FROM_DIGITS)
 
 
 def inline_column(values: list[Any]) -> Any:
@@ -310,19 +352,21 @@ def decode(data: bytes | bytearray | memoryview, buffers: Any = None) -> tuple:
         if t >= ntypes:
             raise FormatError(f"record {i} names type {t}, the type table has {ntypes}")
     check_batches(batches, ntypes, data.nbytes if isinstance(data, memoryview) else len(data),
-                  coded=version >= 5)
+                  coded=version >= 5, packed=version >= 6)
     ext_hook.buffers.check(types, records)
     return types, records, root, ext_hook.unset, closes_cycle, batches
 
 
-def check_batches(batches: Any, ntypes: int, size: int, coded: bool = True) -> None:
+def check_batches(batches: Any, ntypes: int, size: int, coded: bool = True,
+                  packed: bool = True) -> None:
     """The shape of every batch: [type index, count, [kind, values]...] (what each
     column must hold is the loader's to check, with the type's fields), and its count
     bounded by what the bytes hold, before anything is allocated for it: the first
     column holds one value per object, and batches with no column (classes with no
     saved field) hold no more objects, together, than the save has bytes. Coded columns
     (``coded``: the version has them) are turned into the inline columns they stand
-    for, here, so no other reader meets one."""
+    for, and packed masks (``packed``) into a byte per value, here, so no other reader
+    meets either."""
     empty = 0
     for b, batch in enumerate(batches):
         if (type(batch) is not list or len(batch) < 2 or type(batch[0]) is not int
@@ -349,6 +393,12 @@ def check_batches(batches: Any, ntypes: int, size: int, coded: bool = True) -> N
                                   f"array [0 or 1, [values]], [2, mask, [values], "
                                   f"[index differences]]"
                                   + (" or [3, [strings], [codes]]" if coded else ""))
+            if packed and column[0] == COLUMN_MIXED:
+                mask: Any = column[1]       # a bytes, checked above
+                try:
+                    column[1] = unpacked_mask(mask, len(column[2]) + len(column[3]))
+                except FormatError as e:
+                    raise FormatError(f"batch {b}: {e}") from None
         if len(batch) > 2:
             if len(batch[2][1]) != batch[1]:
                 raise FormatError(f"batch {b} declares {batch[1]} objects, its first column "
