@@ -280,7 +280,7 @@ def _apply(path: str, offset: int, payload: bytes, base, cost: ChainCost) -> byt
         cost.delta(size, where, sum(hi - lo for lo, hi, _, _ in parts))
     except OverBudget as e:
         raise CorruptLogError(f"{path}: {e}") from None
-    data = bytearray()
+    out = []
     for lo, hi, frame, params in parts:
         window = 1 << window_log(hi - lo, params.content_size)
         if params.window_size > window:
@@ -288,16 +288,17 @@ def _apply(path: str, offset: int, payload: bytes, base, cost: ChainCost) -> byt
                                   f"window for {params.content_size:,} bytes against "
                                   f"{hi - lo:,} bytes of its base")
         try:
-            data += zstandard.ZstdDecompressor(
+            out.append(zstandard.ZstdDecompressor(
                 dict_data=_dictionary(base, lo, hi), max_window_size=window
-            ).decompress(frame, max_output_size=params.content_size)
+            ).decompress(frame, max_output_size=params.content_size))
         except zstandard.ZstdError as e:
             raise CorruptLogError(f"{path}: {where} does not decompress against its base "
                                   f"({e})") from None
+    data = out[0] if len(out) == 1 else b"".join(out)     # one piece: no copy
     if len(data) != size or xxhash.xxh64_intdigest(data) != digest:
         raise CorruptLogError(f"{path}: {where} rebuilds bytes other than those it was "
                               f"taken from (its base or its frame is damaged)")
-    return bytes(data)
+    return data
 
 
 def checkpoint_bytes(file, offset: int, budget: Budget) -> bytes:
