@@ -88,7 +88,9 @@ MIN_DICT = 8             # zstd takes no shorter dictionary: such a piece has no
 def _dictionary(base, lo: int, hi: int):
     if hi == lo:
         return None
-    return zstandard.ZstdCompressionDict(base[lo:hi], dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    # a view: the dictionary copies what it needs, a slice would copy it once more
+    return zstandard.ZstdCompressionDict(memoryview(base)[lo:hi],
+                                         dict_type=zstandard.DICT_TYPE_RAWCONTENT)
 
 
 def make_delta(data: bytes, base: bytes, base_offset: int) -> bytes:

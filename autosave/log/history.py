@@ -340,9 +340,8 @@ class CheckpointLog:
             newest = nxt - self.checkpoint_every
         due = branch or nxt == record.first_step or checkpoint or (
             checkpoint is None and nxt - newest >= self.checkpoint_every)
-        # Walked before anything changes: a state that cannot be saved (or a failure
-        # of the writer's thread) leaves the history as it was. The walk is the
-        # state's snapshot; its bytes are made on the writer's thread.
+        # Walked (a snapshot; encoded on the writer's thread) before anything changes:
+        # a state that cannot be saved, or a failure of the thread, changes nothing.
         data = dumps_later(state) if due else None
         if data is not None:
             self._writer.make_room()
