@@ -23,7 +23,9 @@ change:
   together when a game flushes at once;
 * **restore**: restoring the chain's last checkpoint (the longest chain) in a log opened
   anew, against ``autosave.loads`` of the same bytes (target at most 1.5x), medians of
-  5 runs alternating; the restored bytes are checked equal to the dumps taken then.
+  5 runs alternating; the restored bytes are checked equal to the dumps taken then;
+  and **held**: the writer restoring the checkpoint it wrote last, whose save it holds
+  (nothing rebuilt), against a ``loads`` timed just after.
 
 Timing: wall clock, the garbage collector on (a game's), medians over the chain; each
 size and change is run ``--rounds`` times (default 3), and the table gives the median
@@ -43,6 +45,7 @@ from pathlib import Path
 import attrs
 
 import autosave
+from autosave.format import kernels
 from autosave.log.chain import is_delta, read_checkpoint
 
 autosave.allow(__name__)
@@ -122,6 +125,13 @@ def run(directory, objects, fraction, full_every):
             saved[position.step] = data
         payloads = [log.file.read(log.records[0].checkpoints[s])[1]
                     for s in range(full_every + 1)]
+        # the writer restoring what it wrote last: held, nothing rebuilt
+        gc.collect()
+        held, restored = timed(log.restore, autosave.Position("sim", full_every, 0))
+        del restored
+        gc.collect()
+        held_loads, restored = timed(autosave.loads, saved[full_every])
+        del restored
     last = full_every
     restores, loads, restore_ratios = [], [], []
     for _ in range(RUNS):                 # alternating, so that a busy machine skews both
@@ -148,6 +158,7 @@ def run(directory, objects, fraction, full_every):
         "flush": statistics.median(flushes[1:]), "restore": restore_t, "loads": loads_t,
         "step_flush": statistics.median(map(sum, zip(steps[1:], flushes[1:]))),
         "restore_ratio": statistics.median(restore_ratios),
+        "held_ratio": held / held_loads,
         "state_bytes": len(saved[last]),
     }
 
@@ -171,8 +182,8 @@ def merged(rounds):
 def table(rows):
     out = ["| objects | change | deltas | growth / checkpoint | alone | growth / alone "
            "| step ms | dumps ms | step / dumps | before: dumps+zlib ms | flush ms "
-           "| step + flush ms | restore ms | loads ms | restore / loads |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| step + flush ms | restore ms | loads ms | restore / loads | held / loads |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         rounds = r.get("rounds", [r])
         out.append(
@@ -185,7 +196,8 @@ def table(rows):
             f"| {spread([x['step_flush'] * 1e3 for x in rounds], '{:.1f}')} "
             f"| {r['restore'] * 1e3:.1f} "
             f"| {r['loads'] * 1e3:.1f} "
-            f"| {spread([x['restore_ratio'] for x in rounds], '{:.2f}x')} |")
+            f"| {spread([x['restore_ratio'] for x in rounds], '{:.2f}x')} "
+            f"| {spread([x['held_ratio'] for x in rounds], '{:.2f}x')} |")
     return "\n".join(out)
 
 
@@ -212,7 +224,7 @@ def main(argv=None):
                 rows.append(merged(rounds))
     print(f"Python {sys.version.split()[0]}, full_every={args.full_every}, "
           f"{args.rounds} rounds (median, range), "
-          f"C loops: {autosave.files.speedups_active() if hasattr(autosave.files, 'speedups_active') else 'n/a'}\n")
+          f"{kernels.IMPLEMENTATION} loops\n")
     print(table(rows))
 
 
