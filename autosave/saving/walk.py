@@ -132,7 +132,9 @@ class Walker:
         """(types, records, root value, finish): ``run`` with what follows the reading
         of the graph left to ``finish()``, which returns the batches as the body holds
         them. What the walk returns is a snapshot: inline values (immutable) and lists
-        the walk made, never an object of the graph; ``finish`` reads only those too,
+        the walk made, never an object of the graph (but for out-of-band buffers, views
+        of arrays' memory, which only ``dumps(buffer_callback=...)`` asks for, through
+        ``out_of_band``); ``finish`` reads only those too,
         so another thread may call it while the game changes its graph (a log's
         writer thread). It may be called again after it raised, and frees the walk's
         tables once it returns."""
