@@ -78,6 +78,45 @@ def dumps(root: object, *, buffer_callback: Callable[[PickleBuffer], Any] | None
                             "root") from e
 
 
+class Walked:
+    """A walk of a graph whose bytes are not made yet: ``dumps(root)`` split in two, the
+    reading of the graph done (``dumps_later``), the rest left to ``encode()``.
+
+    What the walk returns is a snapshot (``Walker.run_deferred``): it holds immutable
+    values and lists the walk made, nothing of the graph's, so ``encode`` may run on
+    another thread while the game changes the graph, and gives the bytes ``dumps``
+    gave at the walk. ``encode`` writes the batches' columns, encodes, and lets go of
+    the walk's tables, so that they are freed on the thread that encodes; it may be
+    called again after it raised (an error of its own, never the graph's)."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, parts: tuple) -> None:
+        self._parts: tuple | None = parts
+
+    def encode(self) -> bytes:
+        parts = self._parts
+        if parts is None:
+            raise RuntimeError("this walk was encoded already")
+        types, records, root_value, finish = parts
+        try:
+            data = encode(types, records, root_value, finish())
+        except (TypeError, ValueError) as e:   # records hold only encodable values
+            raise SaveError(f"the records could not be encoded: {type(e).__name__}: {e}",
+                            "root") from e
+        self._parts = None                # freed here, by the thread that encoded them
+        del parts, types, records, root_value, finish
+        return data
+
+
+def dumps_later(root: object) -> Walked:
+    """Walk ``root`` now (a SaveError with the object path, as ``dumps``); the bytes
+    ``dumps(root)`` would give now come from ``.encode()``, on any thread, whatever
+    happens to the graph meanwhile."""
+    with collector_paused():
+        return Walked(_walker().run_deferred(root))
+
+
 def _walker() -> Saver:
     """The save engine, configured once per save: with the game's generated handlers
     when it has them (they write the records reflection would)."""

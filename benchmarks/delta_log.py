@@ -18,12 +18,18 @@ change:
   the state (target: at most 1.0x; the ratio is the median of each round's, the dumps
   timed just before the step) and against what a step cost before deltas (dumps + zlib
   on the game's thread);
-* **flush**: ``log.flush()`` after the step (it waits for the writer thread);
+* **flush**: ``log.flush()`` after the step (it waits for the writer thread, which
+  encodes and compresses the checkpoint), and **step + flush**, what the two cost
+  together when a game flushes at once;
 * **restore**: restoring the chain's last checkpoint (the longest chain) in a log opened
   anew, against ``autosave.loads`` of the same bytes (target at most 1.5x), medians of
-  5 runs alternating; the restored bytes are checked equal to the dumps taken then.
+  5 runs alternating; the restored bytes are checked equal to the dumps taken then;
+  and **held**: the writer restoring the checkpoint it wrote last, whose save it holds
+  (nothing rebuilt), against a ``loads`` timed just after.
 
-Timing: wall clock, the garbage collector on (a game's), medians over the chain.
+Timing: wall clock, the garbage collector on (a game's), medians over the chain; each
+size and change is run ``--rounds`` times (default 3), and the table gives the median
+of the rounds and, for the ratios and the flush, their range.
 """
 
 import argparse
@@ -39,6 +45,7 @@ from pathlib import Path
 import attrs
 
 import autosave
+from autosave.format import kernels
 from autosave.log.chain import is_delta, read_checkpoint
 
 autosave.allow(__name__)
@@ -118,6 +125,13 @@ def run(directory, objects, fraction, full_every):
             saved[position.step] = data
         payloads = [log.file.read(log.records[0].checkpoints[s])[1]
                     for s in range(full_every + 1)]
+        # the writer restoring what it wrote last: held, nothing rebuilt
+        gc.collect()
+        held, restored = timed(log.restore, autosave.Position("sim", full_every, 0))
+        del restored
+        gc.collect()
+        held_loads, restored = timed(autosave.loads, saved[full_every])
+        del restored
     last = full_every
     restores, loads, restore_ratios = [], [], []
     for _ in range(RUNS):                 # alternating, so that a busy machine skews both
@@ -142,23 +156,48 @@ def run(directory, objects, fraction, full_every):
         "step_ratio": statistics.median(ratios[1:]),
         "dumps": statistics.median(dumps_t), "whole": statistics.median(whole_t),
         "flush": statistics.median(flushes[1:]), "restore": restore_t, "loads": loads_t,
+        "step_flush": statistics.median(map(sum, zip(steps[1:], flushes[1:]))),
         "restore_ratio": statistics.median(restore_ratios),
+        "held_ratio": held / held_loads,
         "state_bytes": len(saved[last]),
     }
+
+
+def spread(values, fmt):
+    """The median of the rounds' values, then their range."""
+    values = sorted(values)
+    median = statistics.median(values)
+    if len(values) == 1:
+        return fmt.format(median)
+    return f"{fmt.format(median)} ({fmt.format(values[0])}–{fmt.format(values[-1])})"
+
+
+def merged(rounds):
+    """One row of several rounds of run(): each figure the median of the rounds'."""
+    row = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+    row["rounds"] = rounds
+    return row
 
 
 def table(rows):
     out = ["| objects | change | deltas | growth / checkpoint | alone | growth / alone "
            "| step ms | dumps ms | step / dumps | before: dumps+zlib ms | flush ms "
-           "| restore ms | loads ms | restore / loads |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| step + flush ms | restore ms | loads ms | restore / loads | held / loads |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        rounds = r.get("rounds", [r])
         out.append(
-            f"| {r['objects']:,} | {r['change']:.0%} | {r['deltas']} "
+            f"| {r['objects']:,} | {r['change']:.0%} | {r['deltas']:.0f} "
             f"| {r['growth']:,.0f} B | {r['alone']:,.0f} B | {r['growth'] / r['alone']:.2f}x "
-            f"| {r['step'] * 1e3:.1f} | {r['dumps'] * 1e3:.1f} | {r['step_ratio']:.2f}x "
-            f"| {r['whole'] * 1e3:.1f} | {r['flush'] * 1e3:.1f} | {r['restore'] * 1e3:.1f} "
-            f"| {r['loads'] * 1e3:.1f} | {r['restore_ratio']:.2f}x |")
+            f"| {r['step'] * 1e3:.1f} | {r['dumps'] * 1e3:.1f} "
+            f"| {spread([x['step_ratio'] for x in rounds], '{:.2f}x')} "
+            f"| {r['whole'] * 1e3:.1f} "
+            f"| {spread([x['flush'] * 1e3 for x in rounds], '{:.1f}')} "
+            f"| {spread([x['step_flush'] * 1e3 for x in rounds], '{:.1f}')} "
+            f"| {r['restore'] * 1e3:.1f} "
+            f"| {r['loads'] * 1e3:.1f} "
+            f"| {spread([x['restore_ratio'] for x in rounds], '{:.2f}x')} "
+            f"| {spread([x['held_ratio'] for x in rounds], '{:.2f}x')} |")
     return "\n".join(out)
 
 
@@ -169,16 +208,23 @@ def main(argv=None):
     parser.add_argument("--huge", action="store_true", help="also 1,000,000 objects")
     parser.add_argument("--full-every", type=int, default=16)
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of each size and change; the table shows their "
+                             "median and range")
     args = parser.parse_args(argv)
     sizes = args.objects + ([1_000_000] if args.huge else [])
     rows = []
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         for objects in sizes:
             for fraction in args.changes:
-                rows.append(run(tmp, objects, fraction, args.full_every))
-                print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+                rounds = []
+                for _ in range(args.rounds):
+                    rounds.append(run(tmp, objects, fraction, args.full_every))
+                    print(table(rounds[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+                rows.append(merged(rounds))
     print(f"Python {sys.version.split()[0]}, full_every={args.full_every}, "
-          f"C loops: {autosave.files.speedups_active() if hasattr(autosave.files, 'speedups_active') else 'n/a'}\n")
+          f"{args.rounds} rounds (median, range), "
+          f"{kernels.IMPLEMENTATION} loops\n")
     print(table(rows))
 
 

@@ -13,6 +13,7 @@ again. CI runs a seeded few hundred states; AUTOSAVE_CRASH_STATES=N draws N, fro
 seed AUTOSAVE_CRASH_SEED (30 by default).
 """
 
+import copy
 import errno
 import os
 import stat
@@ -174,13 +175,18 @@ def play(directory, ops, rounds=10):
     for k in range(rounds):
         if k % 3 == 0:
             log.enter(f"chapter{k}")
+        state = {"k": k, "i": 0, "text": "x" * (90 * k), "noise": NOISE, "trail": []}
         for i in range(2):
-            state = {"k": k, "i": i, "text": "x" * (90 * k), "noise": NOISE}
+            state["i"] = i
             log.step(state)
+            stepped = copy.deepcopy(state)
+            # changed at once, before the writer thread encodes: the walk is the snapshot
+            state["trail"].append(i)
+            state["i"] = -1
         log.bookmark(f"m{k}")
         log.globals["k"] = k
         log.flush()
-        flushed[f"m{k}"] = state
+        flushed[f"m{k}"] = stepped
         ops.mark(dict(flushed))
         if k == rounds // 2:
             log.close()

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import autosave
 from autosave import CheckpointLog, CorruptLogError, Position
 from autosave.checks import limits
+from autosave.files import Walked
 from autosave.log import chain, writer
 from autosave.log.chain import DELTA_HEAD, DELTA_TAG, is_delta, read_checkpoint
 from autosave.log.file import PAYLOAD
@@ -622,7 +623,7 @@ def test_the_same_play_writes_the_same_file_however_the_thread_runs(tmp_path, mo
     import time
     images = []
     for delay in (0.0, 0.004):
-        whole, delta = writer._whole, writer._delta
+        whole, delta, encode = writer._whole, writer._delta, Walked.encode
 
         def slow(fn, delay=delay):
             def run(*args):
@@ -631,6 +632,7 @@ def test_the_same_play_writes_the_same_file_however_the_thread_runs(tmp_path, mo
             return run
         monkeypatch.setattr(writer, "_whole", slow(whole))
         monkeypatch.setattr(writer, "_delta", slow(delta))
+        monkeypatch.setattr(Walked, "encode", slow(encode))     # the encoding too
         rng = random.Random(9)
         path = tmp_path / f"g{delay}.log"
         with CheckpointLog.open(path, checkpoint_every=1, full_every=4) as log:

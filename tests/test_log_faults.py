@@ -209,3 +209,91 @@ def test_a_failed_fsync_poisons_and_reopen_finds_the_last_durable_commit(tmp_pat
     with CheckpointLog.open(path, checkpoint_every=1) as log:
         assert sorted(log.bookmarks) == ["kept"]
         assert log.restore(log.bookmarks["kept"].position) == {"hp": 1}
+
+
+# -- faults on the writer thread ------------------------------------------------------------
+
+class ThreadFault(MemoryError):
+    """A failure injected on the log's writer thread."""
+
+
+def thread_session(path):
+    """The session's play, retrying a round whose call raised a failure of the writer
+    thread (the same writer goes on) or reopening a poisoned writer. Returns (slot ->
+    position of every bookmark whose flush returned, position -> state stepped,
+    poisonings)."""
+    states, flushed, waiting, poisoned = {}, {}, {}, 0
+    log = open_log(path, FaultyOps())
+    for k in range(ROUNDS):
+        for _ in range(3):
+            try:
+                if k % 3 == 0 or log.position is None:
+                    log.enter(f"chapter{k}")
+                for i in range(2):
+                    state = {"k": k, "i": i, "text": "x" * (40 * k), "noise": NOISE}
+                    states[log.step(state)] = state
+                waiting[f"m{k}"] = log.bookmark(f"m{k}").position
+                log.flush()
+            except ThreadFault:
+                if log.file.poisoned:
+                    with pytest.raises(LogPoisonedError, match="close and reopen"):
+                        log.flush()
+                    log.close()
+                    waiting.clear()
+                    poisoned += 1
+                    log = open_log(path, FaultyOps())
+                continue
+            flushed.update(waiting)
+            waiting.clear()
+            break
+    log.close()
+    flushed.update(waiting)
+    return flushed, states, poisoned
+
+
+@pytest.mark.parametrize("where", ["compress", "encode", "encode twice"])
+def test_a_failure_on_the_writer_thread_at_every_checkpoint_loses_nothing(
+        tmp_path, monkeypatch, where):
+    """A checkpoint the thread fails to compress, or to encode, is written whole on the
+    game's thread (encoded there again): nothing is lost; one that cannot be encoded
+    at all poisons the writer, which reopens at its last commit."""
+    from autosave.files import Walked
+    from autosave.log import writer
+
+    encode, whole, delta = Walked.encode, writer._whole, writer._delta
+    clean, _, _ = thread_session(tmp_path / "clean.log")
+    for n in range(1, 2 * ROUNDS + 1):            # a checkpoint per step
+        seen, failed = [], []
+
+        def failing_encode(self, n=n, seen=seen, failed=failed):
+            if self not in seen:
+                seen.append(self)
+            if seen.index(self) == n - 1 and (where == "encode twice" or self not in failed):
+                failed.append(self)
+                raise ThreadFault(f"injected at checkpoint {n}")
+            return encode(self)
+
+        def failing(fn, n=n, seen=seen):
+            def compress(*args):
+                seen.append(1)
+                if len(seen) == n:
+                    raise ThreadFault(f"injected at checkpoint {n}")
+                return fn(*args)
+            return compress
+
+        with monkeypatch.context() as patched:
+            if where == "compress":
+                patched.setattr(writer, "_whole", failing(whole))
+                patched.setattr(writer, "_delta", failing(delta))
+            else:
+                patched.setattr(Walked, "encode", failing_encode)
+            path = tmp_path / f"{where}{n}.log"
+            flushed, states, poisoned = thread_session(path)
+        assert len(seen) >= n                      # the fault happened
+        assert poisoned == (where == "encode twice"), n
+        if where != "encode twice":
+            assert sorted(flushed) == sorted(clean), n        # nothing lost
+        with CheckpointLog.open(path, writable=False) as log:
+            for slot, position in flushed.items():
+                assert log.bookmarks[slot].position == position
+                assert log.restore(position) == states[position], (n, slot)

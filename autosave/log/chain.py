@@ -10,6 +10,7 @@ no log state, only the bytes it is given. zstd and xxhash release the GIL.
 """
 
 import struct
+from collections.abc import Callable
 
 import xxhash
 import zstandard
@@ -19,6 +20,7 @@ from ..files import loads
 from ..checks.limits import (DECODE_MEMORY_PER_BYTE, WORK_PER_BYTE, Budget, OverBudget,
                               file_budget)
 from .file import PAYLOAD
+from .rebuilt import Rebuilt
 from .records import INFLATED_HELD, _inflate, checkpoint_limit, compress_checkpoint
 
 DELTA_TAG = 0x44                                  # "D"; a zlib stream starts with 0x?8
@@ -86,7 +88,9 @@ MIN_DICT = 8             # zstd takes no shorter dictionary: such a piece has no
 def _dictionary(base, lo: int, hi: int):
     if hi == lo:
         return None
-    return zstandard.ZstdCompressionDict(base[lo:hi], dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    # a view: the dictionary copies what it needs, a slice would copy it once more
+    return zstandard.ZstdCompressionDict(memoryview(base)[lo:hi],
+                                         dict_type=zstandard.DICT_TYPE_RAWCONTENT)
 
 
 def make_delta(data: bytes, base: bytes, base_offset: int) -> bytes:
@@ -132,6 +136,19 @@ class ChainCost:
         self.peak = max(self.peak, size)
 
 
+def chain_charges(sizes: list[int]) -> tuple[int, int, int]:
+    """(memory, work, largest save) that rebuilding a chain of saves of ``sizes`` bytes
+    (the whole one first, a zstd frame or zlib stream: charged alike) charges, as
+    checkpoint_bytes charges it."""
+    cost = ChainCost(Budget(1 << 62))
+    memory, work = cost.budget.memory, cost.budget.work
+    cost.budget.charge(INFLATED_HELD * sizes[0], 0, "the whole checkpoint")
+    cost.whole(sizes[0])
+    for base, size in zip(sizes, sizes[1:]):
+        cost.delta(size, "a delta", sum(hi - lo for _, _, lo, hi in pieces(size, base)))
+    return memory - cost.budget.memory, work - cost.budget.work, cost.peak
+
+
 def chain_fits(sizes: list[int], log_size: int) -> bool:
     """Whether a chain of saves of ``sizes`` bytes (the whole one first) restores within
     the budget of a log of ``log_size`` bytes: charged as a reader charges it, then the
@@ -157,11 +174,16 @@ def _payload(file, offset: int) -> bytes:
     return payload
 
 
-def _chain(file, offset: int) -> list[tuple[int, bytes]]:
-    """[(offset, payload)] from the whole checkpoint to the one at ``offset``. Each base
-    lies before its delta, so the walk ends; each record is read once."""
+def _chain(file, offset: int, held: Callable[[int], bool] = lambda at: False
+           ) -> list[tuple[int, bytes]]:
+    """[(offset, payload)] from the whole checkpoint (or the newest one ``held``, whose
+    payload is not read) to the one at ``offset``. Each base lies before its delta, so
+    the walk ends; each record is read once."""
     chain = []
     while True:
+        if held(offset):
+            chain.append((offset, b""))
+            return chain[::-1]
         payload = _payload(file, offset)
         chain.append((offset, payload))
         if not is_delta(payload):
@@ -260,7 +282,7 @@ def _apply(path: str, offset: int, payload: bytes, base, cost: ChainCost) -> byt
         cost.delta(size, where, sum(hi - lo for lo, hi, _, _ in parts))
     except OverBudget as e:
         raise CorruptLogError(f"{path}: {e}") from None
-    data = bytearray()
+    out = []
     for lo, hi, frame, params in parts:
         window = 1 << window_log(hi - lo, params.content_size)
         if params.window_size > window:
@@ -268,28 +290,44 @@ def _apply(path: str, offset: int, payload: bytes, base, cost: ChainCost) -> byt
                                   f"window for {params.content_size:,} bytes against "
                                   f"{hi - lo:,} bytes of its base")
         try:
-            data += zstandard.ZstdDecompressor(
+            out.append(zstandard.ZstdDecompressor(
                 dict_data=_dictionary(base, lo, hi), max_window_size=window
-            ).decompress(frame, max_output_size=params.content_size)
+            ).decompress(frame, max_output_size=params.content_size))
         except zstandard.ZstdError as e:
             raise CorruptLogError(f"{path}: {where} does not decompress against its base "
                                   f"({e})") from None
+    data = out[0] if len(out) == 1 else b"".join(out)     # one piece: no copy
     if len(data) != size or xxhash.xxh64_intdigest(data) != digest:
         raise CorruptLogError(f"{path}: {where} rebuilds bytes other than those it was "
                               f"taken from (its base or its frame is damaged)")
-    return bytes(data)
+    return data
 
 
 def checkpoint_bytes(file, offset: int, budget: Budget) -> bytes:
     """The save bytes of the checkpoint at ``offset`` (whole or delta), charged to
-    ``budget``, the log's."""
-    chain = _chain(file, offset)
-    data = _whole(file.path, *chain[0], budget)
+    ``budget``, the log's: rebuilt from the newest link of its chain the log's cache
+    holds (``file.rebuilt``), charged as a rebuild from the whole checkpoint is."""
+    cache: Rebuilt = file.rebuilt
+    size = file.size
+    chain = _chain(file, offset, lambda at: cache.get(at, size) is not None)
+    memory, work = budget.memory, budget.work
     cost = ChainCost(budget)
-    cost.whole(len(data))
+    start = chain[0][0]
+    held = cache.get(start, size)
+    if held is not None:
+        data, charged_memory, charged_work, cost.peak = held
+        try:
+            budget.charge(charged_memory, charged_work, f"the checkpoint at offset {start}")
+        except OverBudget as e:
+            raise CorruptLogError(f"{file.path}: {e}") from None
+    else:
+        data = _whole(file.path, *chain[0], budget)
+        cost.whole(len(data))
+        cache.put(start, data, memory - budget.memory, work - budget.work, cost.peak, size)
     for at, payload in chain[1:]:
         data = _apply(file.path, at, payload, data, cost)
-    return bytes(data)
+        cache.put(at, data, memory - budget.memory, work - budget.work, cost.peak, size)
+    return data
 
 
 def read_checkpoint(file, offset: int) -> bytes:

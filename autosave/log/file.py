@@ -13,6 +13,7 @@ from collections import OrderedDict
 from ..errors import (CorruptLogError, LogClosedError, LogForkedError, LogPoisonedError,
                       ReadOnlyLogError)
 from .ops import SYSTEM
+from .rebuilt import Rebuilt
 from .records import (BLOCK_SIZE, CHUNK, DELTA, MAGIC, MAX_BLOCK, MIN_BLOCK,
                       PAYLOAD, READABLE_VERSIONS, SLOT_OFFSETS, SNAPSHOT, VERSION, Slot,
                       chunk_start, frame, header_block, pack_meta, read_record, unpack_meta)
@@ -73,6 +74,7 @@ class LogFile:
         self.pending = bytearray()     # framed records not committed yet
         self.pending_records = {}      # offset -> (kind, body) of those records
         self.poisoned = None           # why this writer refuses to write, once it does
+        self.rebuilt = Rebuilt()       # saves of checkpoints rebuilt or written last
         self.pid = os.getpid()
         self._meta = {}                # offset -> decoded metadata record, read at open
         self._head = None              # a writer's header and slots, until its first commit

@@ -22,7 +22,7 @@ from typing import Any, Self
 import attrs
 
 from ..errors import CorruptLogError, ReadOnlyLogError, StepOrderError
-from ..files import dumps
+from ..files import dumps, dumps_later
 from .file import PAYLOAD, LogFile
 from .content import HASH_SIZE, Content, Report, Table, check_restorable, is_branch, plan
 from .chain import load_checkpoint_at
@@ -340,9 +340,9 @@ class CheckpointLog:
             newest = nxt - self.checkpoint_every
         due = branch or nxt == record.first_step or checkpoint or (
             checkpoint is None and nxt - newest >= self.checkpoint_every)
-        # Serialized before anything changes: a state that cannot be saved (or a
-        # failure of the writer's thread) leaves the history as it was.
-        data = dumps(state) if due else None
+        # Walked (a snapshot; encoded on the writer's thread) before anything changes:
+        # a state that cannot be saved, or a failure of the thread, changes nothing.
+        data = dumps_later(state) if due else None
         if data is not None:
             self._writer.make_room()
         if branch:

@@ -1,13 +1,15 @@
-"""The log's checkpoint writer: compression off the game's thread, whole checkpoints or
-deltas (docs/log-format.md, "Checkpoints").
+"""The log's checkpoint writer: everything after the walk off the game's thread, whole
+checkpoints or deltas (docs/log-format.md, "Checkpoints" and "Off the game's thread").
 
-``log.step()`` serialises its state on the caller's thread and hands the bytes here. One
-background thread compresses them in order (zlib for a whole checkpoint, zstd against
-the previous save for a delta, xxh64 for its digest: all release the GIL); the caller's
-thread appends each payload to the commit's pending data in the same order, when a later
-call finds it done (``collect``) or must wait for it (``settle``). A failure on the
-thread is raised by the call that collects it, after its checkpoint was written whole
-on the caller's thread: the history it was recorded in stays whole.
+``log.step()`` walks its state on the caller's thread (``files.dumps_later``) and hands
+the walk here. One background thread takes the walks in order: it encodes each into
+the save's bytes (what ``autosave.dumps`` gave at the step), chooses whole or delta,
+and compresses (zstd against the previous save for a delta, xxh64 for its digest: both
+release the GIL). The caller's thread appends each payload to the commit's pending data
+in the same order, when a later call finds it done (``collect``) or must wait for it
+(``settle``). A failure on the thread is raised by the call that collects it, after
+its checkpoint was written whole on the caller's thread: the history it was recorded
+in stays whole.
 """
 
 import os
@@ -17,9 +19,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import attrs
 
-from .chain import DELTA_HEAD, DELTA_TAG, chain_fits, make_delta, make_whole
+from ..files import Walked
+from .chain import DELTA_HEAD, DELTA_TAG, chain_charges, chain_fits, is_delta, \
+    make_delta, make_whole
 from .file import PAYLOAD, LogFile
 from .records import compress_checkpoint
+from .rebuilt import Rebuilt
 
 IN_FLIGHT = 4            # checkpoints compressing at once; a fifth step waits
 # A delta at least this fraction of its save's size (some third of a whole checkpoint's)
@@ -29,13 +34,29 @@ BIG_DELTA = 1 / 8
 WHOLE_AFTER_BIG = 8
 
 
+class _Checkpoint:
+    """One checkpoint on its way from the walk to its payload: the walk until the
+    thread encodes it, then its save's bytes."""
+    __slots__ = ("walked", "data")
+
+    def __init__(self, walked: Walked) -> None:
+        self.walked: Walked | None = walked
+        self.data: bytes | None = None
+
+    def encode(self) -> bytes:
+        if self.data is None:
+            walked = self.walked
+            assert walked is not None
+            self.data = walked.encode()
+            self.walked = None            # the walk's tables are freed by its encoder
+        return self.data
+
+
 @attrs.define
 class _Job:
-    data: bytes
-    delta: bool
+    checkpoint: _Checkpoint
     future: Future
     done: Callable[[int], None]       # told the payload's offset once appended
-    index: int                        # its place in the order checkpoints were taken
 
 
 def _whole(data: bytes, end: int) -> bytes:
@@ -48,6 +69,44 @@ def _delta(data: bytes, base: bytes) -> bytes:
     return make_delta(data, base, 0)
 
 
+class _Chooser:
+    """Whole or delta, decided on the writer's thread, in the order the checkpoints were
+    taken, from what is fixed by then: the saves before (their sizes, whether a delta
+    came out big) and the log's committed size when the step was taken. Never from
+    how far the thread got, so that the same play writes the same file."""
+
+    def __init__(self, full_every: int) -> None:
+        self.full_every = full_every
+        self.base: bytes | None = None    # the save the next delta is taken against
+        self.chain: list[int] = []        # the sizes of its chain, the whole one first
+        self.big: int | None = None       # the index of the newest big delta
+        self.index = 0
+
+    def build(self, checkpoint: _Checkpoint, end: int) -> bytes:
+        index, self.index = self.index, self.index + 1
+        base, self.base = self.base, None        # an encoding that fails: next is whole
+        data = checkpoint.encode()
+        self.base = data if self.full_every else None
+        if base is None or not self._wants_delta(len(data), index, end):
+            self.chain = [len(data)]
+            return _whole(data, end)
+        self.chain.append(len(data))
+        payload = _delta(data, base)
+        if len(payload) >= BIG_DELTA * len(data):
+            self.big = index
+        return payload
+
+    def _wants_delta(self, size: int, index: int, end: int) -> bool:
+        if len(self.chain) > self.full_every:
+            return False
+        if self.big is not None and index - self.big <= WHOLE_AFTER_BIG:
+            return False
+        # The log is at least as large as its committed part when the delta is
+        # appended: what that allows, a reader allows later (docs/log-format.md,
+        # "Budget of a chain").
+        return chain_fits([*self.chain, size], end)
+
+
 class CheckpointWriter:
     """Checkpoints of one writer's log, in the order they were taken."""
 
@@ -56,50 +115,21 @@ class CheckpointWriter:
         self.full_every = full_every
         self._pool: ThreadPoolExecutor | None = None
         self._jobs: deque[_Job] = deque()
-        # The save the next delta is taken against (None: the next one is whole) and
-        # the sizes of its chain (the whole one first).
-        self._base: bytes | None = None
-        self._chain: list[int] = []
+        self._chooser = _Chooser(full_every)      # used on the thread only
         self._last_offset = 0             # the payload offset of the newest appended
-        # Decisions depend only on what is known at points fixed by the game's calls,
-        # never on how far the thread got, so that the same play writes the same file:
-        # the outcomes of the checkpoints before ``_horizon`` (all, at a settle; all
-        # but the IN_FLIGHT - 1 newest, when a step waits for the oldest).
-        self._taken = 0                   # checkpoints submitted
-        self._horizon = 0
-        self._big: list[int] = []         # indices of the deltas that came out big
+        self._written: list[int] = []     # sizes of the chain appended so far
 
-    def submit(self, data: bytes, done: Callable[[int], None]) -> None:
-        """Queue the checkpoint of save ``data``; ``done(offset)`` is called on the
-        caller's thread once its payload is appended (at a later collect or settle).
-        Call make_room() first: this raises nothing of the thread's."""
+    def submit(self, walked: Walked, done: Callable[[int], None]) -> None:
+        """Queue the checkpoint of the walk ``walked``; ``done(offset)`` is called on
+        the caller's thread once its payload is appended (at a later collect or
+        settle). Call make_room() first: this raises nothing of the thread's."""
         self.make_room()
-        index = self._taken
-        self._taken += 1
-        self._horizon = max(self._horizon, index - IN_FLIGHT + 1)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="autosave-log")
-        base = self._base
-        delta = base is not None and self._wants_delta(len(data), index)
-        if base is not None and delta:
-            future = self._pool.submit(_delta, data, base)
-            self._chain.append(len(data))
-        else:
-            future = self._pool.submit(_whole, data, self.file.end)
-            self._chain = [len(data)]
-        self._base = data if self.full_every else None
-        self._jobs.append(_Job(data, delta, future, done, index))
-
-    def _wants_delta(self, size: int, index: int) -> bool:
-        if len(self._chain) > self.full_every:
-            return False
-        big = next((b for b in reversed(self._big) if b < self._horizon), None)
-        if big is not None and index - big <= WHOLE_AFTER_BIG:
-            return False
-        # The log is at least as large as its committed part when the delta is
-        # appended: what that allows, a reader allows later (docs/log-format.md,
-        # "Budget of a chain").
-        return chain_fits([*self._chain, size], self.file.end)
+        checkpoint = _Checkpoint(walked)
+        # the committed size: fixed by the game's calls (a flush), not by the thread
+        future = self._pool.submit(self._chooser.build, checkpoint, self.file.end)
+        self._jobs.append(_Job(checkpoint, future, done))
 
     def make_room(self) -> None:
         """Wait for the oldest checkpoints until a new one may be queued (raising a
@@ -116,37 +146,46 @@ class CheckpointWriter:
         """Append every queued payload, waiting for the thread."""
         while self._jobs:
             self._collect_one()
-        self._horizon = self._taken
 
     def _collect_one(self) -> None:
         job = self._jobs[0]
         error = job.future.exception()
         if error is None:
             payload = job.future.result()
-            if job.delta:
+            if is_delta(payload):
                 # the head carries the base's offset, known now that it is appended
                 tag, _, size, digest = DELTA_HEAD.unpack_from(payload)
                 payload = DELTA_HEAD.pack(DELTA_TAG, self._last_offset, size,
                                           digest) + payload[DELTA_HEAD.size:]
         else:
             # Written whole on this thread, so the history keeps its checkpoint; the
-            # deltas queued after it are taken against its bytes, which it still holds.
-            payload = compress_checkpoint(job.data, self.file.end)
+            # deltas queued after it are taken against its bytes, which the thread
+            # still holds (or are whole, if it could not encode them).
+            try:
+                payload = compress_checkpoint(job.checkpoint.encode(), self.file.end)
+            except BaseException as again:
+                self._jobs.popleft()
+                self.file.poisoned = (f"a checkpoint could not be encoded ({again!r}); "
+                                      f"its step is lost")
+                raise
         offset = self.file.append(PAYLOAD, payload)
         self._jobs.popleft()
         self._last_offset = offset
-        self._learn(job, len(payload), error is None)
+        self._remember(offset, job.checkpoint.encode(), is_delta(payload))
         job.done(offset)
         if error is not None:
             error.add_note(f"on the log's writer thread, in the checkpoint now at offset "
                            f"{offset} of {self.file.path} (written whole instead)")
             raise error
 
-    def _learn(self, job: _Job, size: int, ok: bool) -> None:
-        """Whether a delta came out big (BIG_DELTA)."""
-        if job.delta and ok and size >= BIG_DELTA * len(job.data):
-            self._big.append(job.index)
-            del self._big[:-IN_FLIGHT - 1]        # only the newest few can matter
+    def _remember(self, offset: int, data: bytes, delta: bool) -> None:
+        """Keep the save just appended in the log's cache of rebuilt checkpoints,
+        charged as a reader's rebuild of its chain would be (chain.Rebuilt)."""
+        self._written = [*self._written, len(data)] if delta else [len(data)]
+        cache: Rebuilt = self.file.rebuilt
+        if cache.worth(len(data)):
+            memory, work, peak = chain_charges(self._written)
+            cache.put(offset, data, memory, work, peak, self.file.size)
 
     def close(self) -> None:
         """Stop the thread (what it has not done is dropped, as unflushed work is)."""

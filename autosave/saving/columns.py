@@ -504,8 +504,10 @@ class Batches:
 
     def written(self, batched, indices):
         """The batches as the body holds them: [t, n, column...], once the ``indices``
-        (the ``batched`` objects' first, then the records') are known."""
-        self.make_tail(batched, indices)
+        (the ``batched`` objects' first, then the records') are known. Called again
+        after it raised, it starts over (``make_tail`` is done once)."""
+        if self.by_serial is not None:
+            self.make_tail(batched, indices)
         out = []
         for batch in self.all:
             if not batch.objs:             # every dict or tuple met was a record

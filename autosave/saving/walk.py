@@ -125,8 +125,23 @@ class Walker:
     # -- the traversal -----------------------------------------------------------------
 
     def run(self, root: Any) -> tuple:
+        types, records, root_value, finish = self.run_deferred(root)
+        return types, records, root_value, finish()
+
+    def run_deferred(self, root: Any) -> tuple:
+        """(types, records, root value, finish): ``run`` with what follows the reading
+        of the graph left to ``finish()``, which returns the batches as the body holds
+        them. What the walk returns is a snapshot: inline values (immutable) and lists
+        the walk made, never an object of the graph (but for out-of-band buffers, views
+        of arrays' memory, which only ``dumps(buffer_callback=...)`` asks for, through
+        ``out_of_band``); ``finish`` reads only those too,
+        so another thread may call it while the game changes its graph (a log's
+        writer thread). It may be called again after it raised, and frees the walk's
+        tables once it returns."""
+        batches: Any = None
         try:
-            return self._run(root)
+            out = self._run(root)
+            batches, (first, end) = self.batches, self.first_record_end
         except (SaveError, MemoryError):
             raise
         except Exception as e:
@@ -138,23 +153,33 @@ class Walker:
                             f"{type(e).__name__}: {e}",
                             find_path(root, at, self.made) if at is not None else "root") from e
         finally:
-            self.release()
+            self.release(keep_batches=batches is not None)
+        done: list[Any] = []
 
-    def release(self):
+        def finish() -> Any:
+            if not done:
+                done.append(batches.written(first, end))
+                vars(batches).clear()       # its batch handlers close over it in turn
+            return done[0]
+        return (*out, finish)
+
+    def release(self, keep_batches: bool = False):
         """Forget everything. The handlers are closures over this walker (a cycle the
         collector would have to find, with the whole memo and every record behind it),
         and the tables of handlers are closed over by the handlers in turn: emptying
-        them and the walker frees it all now, so nothing of a save outlives the call."""
+        them and the walker frees it all now, so nothing of a save outlives the call
+        (``keep_batches``: but the batches, which ``run_deferred``'s finish frees)."""
         unset = vars(self).get("unset", 0)
         self.handlers.clear()
         self.memo.clear()
-        if "batches" in vars(self):          # its batch handlers close over it in turn
+        if "batches" in vars(self) and not keep_batches:
             vars(self.batches).clear()
         vars(self).clear()
         self.unset = unset       # the one fact a caller reads after the walk (copy())
 
     def _run(self, root):
-        """(types, records, root value, batches) of the graph from root.
+        """(types, records, root value) of the graph from root; the batches' columns
+        are written by ``finish`` (run_deferred).
 
         Records are walked depth-first from the root; then the columns of the batch
         objects met are taken, which meets more objects, walked in turn, until a step
@@ -180,9 +205,9 @@ class Walker:
         # goes before the columns are written, so the two are never held together.
         self.memo.clear()
         batches.by_object.clear()
-        written = batches.written(first, first + len(self.cells))
+        self.first_record_end = (first, first + len(self.cells))
         self.unset += batches.unset
-        return self.types, self.records, self.root_reference(root_value), written
+        return self.types, self.records, self.root_reference(root_value)
 
     def check_walk(self):
         """Called once the walk has numbered everything, while objects can still be
