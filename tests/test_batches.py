@@ -616,3 +616,24 @@ def test_a_member_gone_is_refused_from_a_batch_as_from_a_record():
             autosave.loads(data)
         messages.append(str(e.value))
     assert messages[0] == messages[1]
+
+
+class Access(enum.Flag):
+    R = 4
+    W = 2
+    RW = 6                      # a named combination: a member by name
+    X = 1
+
+
+@pytest.mark.parametrize("cls, values", [
+    (Access, [Access(v) for v in range(8)]),
+    (Mood, [Mood.CALM, Mood.ANGRY, Mood.CROSS, Mood(1)]),
+    (Colour, list(Colour)),
+])
+def test_the_batch_takes_exactly_the_members_saved_by_name(cls, values):
+    from autosave.model.anatomy import enum_by_name
+    from autosave.saving.columns import _inline_fields
+    fits = _inline_fields("enum", None, cls, None)
+    assert [fits(v) for v in values] == [enum_by_name(v) for v in values]
+    back = autosave.loads(autosave.dumps(values))
+    assert back == values and all(a is b for a, b in zip(back, values))

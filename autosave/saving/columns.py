@@ -32,7 +32,6 @@ from typing import Any
 from ..format.wire import (ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES,
                      inline_column)
 from ..model import dispatch
-from ..model.anatomy import enum_by_name
 from ..model.adapters import ADAPTERS_BY_TYPE
 from .paths import placed, placed_cause
 from ..model.registry import REGISTRY
@@ -616,8 +615,9 @@ def _inline_fields(kind, schema, cls, loops):
     """obj -> whether every saved field of obj holds an inline value (an unset slot
     does not: a load builds these objects whole)."""
     inline = INLINE_TYPES
-    if kind == "enum":                     # a member saved by its name
-        return enum_by_name
+    if kind == "enum":                     # a member saved by its name (enum_by_name):
+        named = {id(m) for name, m in cls.__members__.items() if m._name_ == name}
+        return lambda m: id(m) in named    # asked once per mention: by id, no Python
     if kind == "extends":                  # a namedtuple: its items
         return _inline_keys
     if kind == "dict":
