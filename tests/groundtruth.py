@@ -29,6 +29,8 @@ import subprocess
 import sys
 import textwrap
 
+from autosave.coroutines.labels import base_label
+
 RELEASE_1 = '''
 import dataclasses
 import enum
@@ -372,6 +374,18 @@ def _twins(n):
 
 
 WAITS = '    yield "title"\n' + _twins(3)
+# the label release 1 gives its n-th `yield "wait"` (twins are numbered in order)
+WAIT_LABEL = base_label((), "yield 'wait'")
+
+
+def wait_label(n):
+    return WAIT_LABEL if n == 1 else f"{WAIT_LABEL}#{n}"
+
+
+def _pinned(*ns):
+    """`yield "wait"` pinned to the label release 1 gives its n-th twin."""
+    return "".join(f'    yield autosave.label("{wait_label(n)}", "wait")\n' for n in ns)
+
 NPC_END = "    pos: Pos | None = None\n"
 NEW_NPCS = ('    guard = Npc("guard")\n    tom = Merchant("tom", stock={"sword": 1, "shield": 2})\n')
 MERCHANT_VIEW = '        out["coins"] = npc.coins\n'
@@ -486,6 +500,19 @@ PATCHES = [
      [(WAITS, '    yield "title"\n    yield "pause"\n' + _twins(3))], SHIFT_AFTER_TITLE, False),
     ("yield-twin-removed", True, [(WAITS, '    yield "title"\n' + _twins(2))],
      {1: {3: None, 4: 3, 5: 4, 6: 5, 7: 6}}, False),
+    # the twins the baseline had pinned to their labels: the new one is told apart
+    ("yield-inserted-before-twins-pinned", False,
+     [(WAITS, '    yield "title"\n' + _twins(1) + _pinned(1, 2, 3))], SHIFT_AFTER_TITLE, True),
+    ("yield-inserted-after-twins-pinned", False,
+     [(WAITS, '    yield "title"\n' + _pinned(1, 2, 3) + _twins(1))],
+     {1: {5: 6, 6: 7, 7: 8}}, True),
+    ("yield-inserted-between-twins-pinned", False,
+     [(WAITS, '    yield "title"\n' + _pinned(1) + _twins(1) + _pinned(2, 3))],
+     {1: {k: k + 1 for k in range(3, 8)}}, False),
+    # pinned, the removed twin is named: saves parked there are refused, the rest play
+    ("yield-twin-removed-pinned", True,
+     [(WAITS, '    yield "title"\n' + _pinned(1, 3))],
+     {1: {3: None, 4: 3, 5: 4, 6: 5, 7: 6}}, True),
     ("line-after-yield-reads-parameter", False,
      [("    yield line\n", '    yield line\n    if who == "nobody":\n        return\n')],
      None, False),
@@ -557,8 +584,9 @@ FIXES = [
     ("version-bumped-without-hook", "UPGRADE_MISSING",
      "add @autosave.upgrade('gtgame.Quest', from_version=1)", "version-bumped-hook-added"),
     ("yield-inserted-before-twins", "COROUTINE_TWINS_CHANGED",
-     "keep 3 identical `yield 'wait'`; to add a pause, yield a value of its own there "
-     "(`yield \"pause\"`)", "yield-inserted-before-twins-distinct"),
+     "pin the labels saves may be parked at: write the identical `yield 'wait'` the "
+     "baseline had, in their order, as `yield autosave.label(", 
+     "yield-inserted-before-twins-pinned"),
     ("class-renamed", "CLASS_REMOVED", "keep the class, or add aliases=('gtgame.Quest',)",
      "class-renamed-with-alias"),
 ]
@@ -591,6 +619,8 @@ WARNED = [
 
 # Findings a patch must also produce (besides its verdict): what the gate says about it.
 ALSO_REPORTS = {
+    "yield-twin-removed-pinned": "COROUTINE_LABEL_REMOVED",
+    "yield-inserted-before-twins-pinned": "COROUTINE_LABEL_ADDED",
     "base-version-bumped-hook-for-base-only": "FIELD_ADDED",
     "field-type-changed-hook-forgets": "FIELD_TYPE_CONVERTED_BY_HOOK",
     "coroutine-renamed-alias-kept": "COROUTINE_RENAMED",
