@@ -188,6 +188,7 @@ def new_world():
     world.scripts = [patrol(guard, [Pos(1, 0), Pos(2, 0), Pos(2, 1)]),
                      cutscene(world, "tom"), shop(world, tom),
                      quest_script(world, world.quests[0])]
+    world.stats.best = 0          # an attribute set from outside its class
     return world
 
 
@@ -204,6 +205,7 @@ def advance(world, i):
                                       else None)
     except StopIteration as stop:
         world.results[i] = stop.value
+        world.stats.last_done = i     # set from outside, in some saves only
         world.pending.pop(i, None)
         return False
     world.pending[i] = value
@@ -311,7 +313,8 @@ def truth(corpus, steps_map):
 
 
 corpus, steps_map = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-check = run(["compat", "check", "gtgame", "--baseline", "compat/1.0.json", "--format", "json"])
+check = run(["compat", "check", "gtgame", "--baseline", "compat/1.0.json", "--corpus",
+             "saves", "--format", "json"])
 verify = run(["compat", "verify", "gtgame", "--saves", "saves", "--format", "json"])
 print(json.dumps({"check": check, "verify": verify, "truth": truth(corpus, steps_map)}))
 '''
@@ -653,3 +656,25 @@ PATCHES += [
       ('"steps": npc.steps,', '"steps": npc.steps, "level": npc.level,')], None, False),
 ]
 ALSO_REPORTS["base-version-bumped-subclass-pinned"] = "UPGRADE_NOT_INHERITED"
+
+# Attributes set from outside their class are known from the corpus (check --corpus).
+PATCHES += [
+    ("plain-attribute-set-outside-moved-into-init", False,
+     [("    world.stats.best = 0          # an attribute set from outside its class\n", ""),
+      ("        self.visited = []\n", "        self.visited = []\n        self.best = 0\n"),
+      ('"stats": (world.stats.kills,', '"stats": (world.stats.best, world.stats.kills,')],
+     None, True),
+    ("plain-attribute-set-outside-in-some-saves-moved-into-init", True,
+     [("        self.visited = []\n", "        self.visited = []\n        self.last_done = None\n"),
+      ('"stats": (world.stats.kills,', '"stats": (world.stats.last_done, world.stats.kills,')],
+     None, True),
+    ("plain-attribute-set-outside-in-some-saves-class-default", False,
+     [("class Stats:\n", "class Stats:\n    last_done = None\n\n"),
+      ("        self.visited = []\n", "        self.visited = []\n        self.last_done = None\n"),
+      ('"stats": (world.stats.kills,', '"stats": (world.stats.last_done, world.stats.kills,')],
+     None, False),
+]
+FIXES.append(("plain-attribute-set-outside-in-some-saves-moved-into-init",
+              "ATTRIBUTE_ADDED_NO_DEFAULT", "give it a class-level default in the body of "
+              "gtgame.Stats (last_done = <its initial value>",
+              "plain-attribute-set-outside-in-some-saves-class-default"))

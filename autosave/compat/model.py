@@ -59,7 +59,8 @@ class FieldEntry:
     declared: bool = True            # declared by the class (attrs, dataclass, annotation)
     line: int | None = None
     old_names: tuple[str, ...] = ()  # names saves of earlier releases hold it under
-    origin: str | None = None        # "init" / "method": a plain class's assignment there
+    origin: str | None = None        # "init" / "method": a plain class's assignment there;
+                                     # "corpus" / "corpus-some": held by saves (compat.corpus)
 
     def document(self) -> dict:
         out: dict = {"name": self.name, "type": self.type, "in": self.where,
