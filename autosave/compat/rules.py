@@ -191,6 +191,13 @@ RULES = {r.id: r for r in [
          "a change a rule would call breaking, which the loader accepts for every record "
          "of the baseline (a class or coroutine resolved another way)",
          "the load decides; it finds what the save names", "-"),
+    Rule("FORWARD_NOT_JUDGED", BREAKING,
+         "forward mode with the older build's code: the older packages could not be "
+         "imported (or did not answer) to ask their loader",
+         "whether the older build reads this build's saves is unknown; the gate fails "
+         "closed",
+         "make the older release's packages importable from the --older-code directory, "
+         "or judge by the manifest rules only: leave out --older-code"),
     Rule("ROOT_REMOVED", WARNING, "a class is no longer a @save_root",
          "loading still works while its namespace stays trusted",
          "keep @autosave.save_root if games still pass its instances as roots"),
