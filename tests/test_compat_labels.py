@@ -122,3 +122,16 @@ def test_pins_and_reservations_round_trip_through_the_manifest():
 ])
 def test_pinned_text_pins_the_right_yield(text, label, expected):
     assert ast.dump(ast.parse(pinned_text(text, label))) == ast.dump(ast.parse(expected))
+
+
+def test_labels_without_their_text_are_grouped_by_label():
+    def doc(labels):
+        return model.parse({"autosave_manifest": 1, "packages": ["g"], "classes": {},
+                            "external": [],
+                            "coroutines": {"g.f": {"labels": {
+                                label: {"index": i} for i, label in enumerate(labels)}}}},
+                           "x.json")
+    findings = compare(doc(["w@1", "w@1#2", "t@2"]), doc(["w@1", "w@1#2", "w@1#3", "t@2"]))
+    assert ("COROUTINE_TWINS_CHANGED", "w@1") in rules(findings, "breaking")
+    assert not [f for f in compare(doc(["w@1", "t@2"]), doc(["w@1", "t@2", "u@3"]))
+                if f.rule == "COROUTINE_TWINS_CHANGED"]

@@ -19,7 +19,13 @@ def twin_groups(entry: CoroutineEntry) -> dict[tuple, list[str]]:
     """{(context, text): [labels, in source order]} of a coroutine's resume points."""
     out: dict[tuple, list[str]] = {}
     for label, info in sorted(entry.labels.items(), key=lambda kv: (kv[1].index, kv[0])):
-        out.setdefault((tuple(info.context), info.text), []).append(label)
+        key: tuple
+        if info.text:
+            key = (tuple(info.context), info.text)
+        else:       # a document without the text: the label's base names the group
+            base, sep, n = label.rpartition("#")
+            key = ("label", base if sep and n.isdigit() else label)
+        out.setdefault(key, []).append(label)
     return out
 
 
