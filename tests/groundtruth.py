@@ -508,7 +508,7 @@ PATCHES = [
      [(WAITS, '    yield "title"\n' + _twins(1) + _pinned(1, 2, 3))], SHIFT_AFTER_TITLE, True),
     ("yield-inserted-after-twins-pinned", False,
      [(WAITS, '    yield "title"\n' + _pinned(1, 2, 3) + _twins(1))],
-     {1: {5: 6, 6: 7, 7: 8}}, True),
+     {1: {5: 6, 6: 7, 7: 8}}, False),
     ("yield-inserted-between-twins-pinned", False,
      [(WAITS, '    yield "title"\n' + _pinned(1) + _twins(1) + _pinned(2, 3))],
      {1: {k: k + 1 for k in range(3, 8)}}, False),
