@@ -260,7 +260,7 @@ def coroutine(func: _F, /) -> _F: ...
 def coroutine(*, reserved: Iterable[str] = ()) -> Callable[[_F], _F]: ...
 
 
-def coroutine(func=None, /, *, reserved=()):
+def coroutine(func: Any = None, /, *, reserved: Iterable[str] = ()) -> Any:
     """Make a generator function's generators resumable and saveable. Its generators
     keep the generator protocol (next, send, throw, close), so the type is unchanged.
 

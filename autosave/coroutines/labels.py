@@ -35,6 +35,7 @@ others, and the source cannot say which one moved.
 """
 
 import difflib
+from typing import Any
 
 import xxhash
 
@@ -44,7 +45,7 @@ TEXT_CHARS = 32
 SIMILAR = 0.6         # least similarity for a changed point to keep an old label
 
 
-def label(name: str, value=None):
+def label(name: str, value: Any = None) -> Any:
     """Name the yield it is the operand of: ``x = yield autosave.label("door-2", v)``
     yields ``v`` and parks at the label ``"door-2"``, kept through any edit while the
     call stays on that yield. It returns ``value``, so the function also runs
