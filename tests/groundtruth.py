@@ -278,8 +278,8 @@ def run(argv):
     return status, out.getvalue()
 
 
-def play_save(gtgame, k, mapped):
-    with open(f"saves/{k:02d}.sav", "rb") as f:
+def play_save(gtgame, k, mapped, saves="saves"):
+    with open(f"{saves}/{k:02d}.sav", "rb") as f:
         loaded = autosave.loads(f.read())
     fresh = gtgame.play(mapped)
     if gtgame.observe(loaded) != gtgame.observe(fresh):
@@ -295,7 +295,7 @@ def play_save(gtgame, k, mapped):
     return None
 
 
-def truth(corpus, steps_map):
+def truth(corpus, steps_map, saves="saves"):
     import gtgame
     bad = []
     for k, steps in enumerate(corpus):
@@ -304,7 +304,7 @@ def truth(corpus, steps_map):
             bad.append(f"save {k}: parked at a point the patch removed")
             continue
         try:
-            problem = play_save(gtgame, k, mapped)
+            problem = play_save(gtgame, k, mapped, saves)
         except Exception as e:
             problem = f"{type(e).__name__}: {e}"
         if problem:
@@ -312,6 +312,28 @@ def truth(corpus, steps_map):
     return bad
 
 
+def runs(saves):
+    """Forward truth: every save of a newer build loads in this (older) build, and its
+    data are observed and its scripts played to the end without an error."""
+    import os
+    import gtgame
+    bad = []
+    for name in sorted(os.listdir(saves)):
+        try:
+            with open(os.path.join(saves, name), "rb") as f:
+                world = autosave.loads(f.read())
+            gtgame.observe(world)
+            gtgame.finish(world)
+            gtgame.observe(world)
+        except Exception as e:
+            bad.append(f"{name}: {type(e).__name__}: {e}")
+    return bad
+
+
+if sys.argv[1] == "forward":
+    # the older build (this directory) reading saves of the newer one
+    print(json.dumps(runs(sys.argv[2])))
+    raise SystemExit(0)
 corpus, steps_map = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 check = run(["compat", "check", "gtgame", "--baseline", "compat/1.0.json", "--corpus",
              "saves", "--format", "json"])
@@ -366,6 +388,41 @@ def judge(release_dir, directory, pairs, steps=None):
     write_game(directory, apply(pairs))
     steps = {str(i): {str(k): v for k, v in m.items()} for i, m in (steps or {}).items()}
     return json.loads(python(directory, JUDGE, json.dumps(CORPUS), json.dumps(steps)))
+
+
+MAKE_NEWER_SAVES = '''
+import json, os, sys
+import autosave, gtgame
+os.makedirs("newsaves", exist_ok=True)
+for k, steps in enumerate(json.loads(sys.argv[1])):
+    autosave.save(f"newsaves/{k:02d}.sav", gtgame.play(steps))
+'''
+
+
+def judge_forward(release_dir, directory, pairs):
+    """Forward mode: {"check": [forward findings], "truth": [what went wrong]} of the
+    older build (release 1, in ``release_dir``) reading saves the patched build makes.
+    The truth here is weaker than a patch's: a save must load, be observed and play to
+    its end without an error (what the older build makes of data it does not know is
+    not compared)."""
+    (directory / "compat").mkdir(parents=True, exist_ok=True)
+    (directory / "compat" / "1.0.json").write_bytes(
+        (release_dir / "compat" / "1.0.json").read_bytes())
+    write_game(directory, apply(pairs))
+    made = subprocess.run([sys.executable, "-c", textwrap.dedent(MAKE_NEWER_SAVES),
+                           json.dumps(CORPUS)], cwd=directory, env=env(),
+                          capture_output=True, text=True, timeout=300)
+    if made.returncode != 0:
+        return {"check": None, "truth": None, "why": made.stderr.strip().splitlines()[-1]}
+    bad = json.loads(python(release_dir, JUDGE, "forward", str(directory / "newsaves")))
+    done = subprocess.run([sys.executable, "-m", "autosave", "compat", "check", "gtgame",
+                           "--baseline", "compat/1.0.json", "--forward", "--older-code",
+                           str(release_dir), "--format", "json", "--config", "none.toml"],
+                          cwd=directory, env=env(), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    findings = [f for f in json.loads(done.stdout)["findings"] if f["forward"]]
+    return {"check": findings, "truth": bad}
 
 
 # -- the patches ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@ of it the current one. The older code is imported only in a subprocess, from its
 directory; when it cannot be, the gate fails closed (FORWARD_NOT_JUDGED)."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -100,3 +101,20 @@ def test_against_a_git_ref_uses_that_refs_tree(release1, tmp_path):
     gt.write_game(repo, gt.apply(pairs))
     status, findings = check(repo, "--against", "broken")
     assert [f["rule"] for f in findings if f["forward"]] == ["FORWARD_NOT_JUDGED"]
+
+
+# Every patch with AUTOSAVE_FORWARD_STUDY=1 (about 4 minutes); the CI-short ones else.
+STUDY = [p for p in gt.PATCHES if p[4] or os.environ.get("AUTOSAVE_FORWARD_STUDY")]
+
+
+@pytest.mark.parametrize("name, pairs", [pytest.param(p[0], p[2], id=p[0]) for p in STUDY])
+def test_forward_mode_never_passes_a_break(release1, tmp_path, name, pairs):
+    """The older build (release 1) loads every save the patched build makes and plays it
+    to the end. When that fails, forward mode must have said breaking; a forward break
+    the truth does not show is a false alarm, allowed (the gate fails closed)."""
+    result = gt.judge_forward(release1, tmp_path, pairs)
+    if result["truth"] is None:
+        pytest.skip(f"the patched build makes no saves: {result['why']}")
+    breaking = [(f["rule"], f["name"], f["member"]) for f in result["check"] if f["breaking"]]
+    if result["truth"]:
+        assert breaking, result["truth"][:3]
