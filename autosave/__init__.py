@@ -30,10 +30,11 @@ from .model.schema import renamed_from, transient
 from .model.reconstructors import reconstructor
 from .model.extend import register
 from .model.adapters.base import Adapter, register_adapter
-from .coroutines import coroutine        # also registers the coroutine record type
+from .coroutines import coroutine, label        # also registers the coroutine record type
 
 __all__ = [
     "save_root", "saveable", "transient", "renamed_from", "upgrade", "asset", "assets", "allow", "coroutine",
+    "label",
     "register", "Adapter", "register_adapter", "reconstructor",
     "dumps", "loads", "save", "load", "dump", "copy",
     "CheckpointLog", "Position", "Bookmark", "LogLockedError", "LogUnusableError",

@@ -29,6 +29,8 @@ import subprocess
 import sys
 import textwrap
 
+from autosave.coroutines.labels import base_label
+
 RELEASE_1 = '''
 import dataclasses
 import enum
@@ -186,6 +188,7 @@ def new_world():
     world.scripts = [patrol(guard, [Pos(1, 0), Pos(2, 0), Pos(2, 1)]),
                      cutscene(world, "tom"), shop(world, tom),
                      quest_script(world, world.quests[0])]
+    world.stats.best = 0          # an attribute set from outside its class
     return world
 
 
@@ -202,6 +205,7 @@ def advance(world, i):
                                       else None)
     except StopIteration as stop:
         world.results[i] = stop.value
+        world.stats.last_done = i     # set from outside, in some saves only
         world.pending.pop(i, None)
         return False
     world.pending[i] = value
@@ -274,8 +278,8 @@ def run(argv):
     return status, out.getvalue()
 
 
-def play_save(gtgame, k, mapped):
-    with open(f"saves/{k:02d}.sav", "rb") as f:
+def play_save(gtgame, k, mapped, saves="saves"):
+    with open(f"{saves}/{k:02d}.sav", "rb") as f:
         loaded = autosave.loads(f.read())
     fresh = gtgame.play(mapped)
     if gtgame.observe(loaded) != gtgame.observe(fresh):
@@ -291,7 +295,7 @@ def play_save(gtgame, k, mapped):
     return None
 
 
-def truth(corpus, steps_map):
+def truth(corpus, steps_map, saves="saves"):
     import gtgame
     bad = []
     for k, steps in enumerate(corpus):
@@ -300,7 +304,7 @@ def truth(corpus, steps_map):
             bad.append(f"save {k}: parked at a point the patch removed")
             continue
         try:
-            problem = play_save(gtgame, k, mapped)
+            problem = play_save(gtgame, k, mapped, saves)
         except Exception as e:
             problem = f"{type(e).__name__}: {e}"
         if problem:
@@ -308,8 +312,31 @@ def truth(corpus, steps_map):
     return bad
 
 
+def runs(saves):
+    """Forward truth: every save of a newer build loads in this (older) build, and its
+    data are observed and its scripts played to the end without an error."""
+    import os
+    import gtgame
+    bad = []
+    for name in sorted(os.listdir(saves)):
+        try:
+            with open(os.path.join(saves, name), "rb") as f:
+                world = autosave.loads(f.read())
+            gtgame.observe(world)
+            gtgame.finish(world)
+            gtgame.observe(world)
+        except Exception as e:
+            bad.append(f"{name}: {type(e).__name__}: {e}")
+    return bad
+
+
+if sys.argv[1] == "forward":
+    # the older build (this directory) reading saves of the newer one
+    print(json.dumps(runs(sys.argv[2])))
+    raise SystemExit(0)
 corpus, steps_map = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-check = run(["compat", "check", "gtgame", "--baseline", "compat/1.0.json", "--format", "json"])
+check = run(["compat", "check", "gtgame", "--baseline", "compat/1.0.json", "--corpus",
+             "saves", "--format", "json"])
 verify = run(["compat", "verify", "gtgame", "--saves", "saves", "--format", "json"])
 print(json.dumps({"check": check, "verify": verify, "truth": truth(corpus, steps_map)}))
 '''
@@ -363,6 +390,41 @@ def judge(release_dir, directory, pairs, steps=None):
     return json.loads(python(directory, JUDGE, json.dumps(CORPUS), json.dumps(steps)))
 
 
+MAKE_NEWER_SAVES = '''
+import json, os, sys
+import autosave, gtgame
+os.makedirs("newsaves", exist_ok=True)
+for k, steps in enumerate(json.loads(sys.argv[1])):
+    autosave.save(f"newsaves/{k:02d}.sav", gtgame.play(steps))
+'''
+
+
+def judge_forward(release_dir, directory, pairs):
+    """Forward mode: {"check": [forward findings], "truth": [what went wrong]} of the
+    older build (release 1, in ``release_dir``) reading saves the patched build makes.
+    The truth here is weaker than a patch's: a save must load, be observed and play to
+    its end without an error (what the older build makes of data it does not know is
+    not compared)."""
+    (directory / "compat").mkdir(parents=True, exist_ok=True)
+    (directory / "compat" / "1.0.json").write_bytes(
+        (release_dir / "compat" / "1.0.json").read_bytes())
+    write_game(directory, apply(pairs))
+    made = subprocess.run([sys.executable, "-c", textwrap.dedent(MAKE_NEWER_SAVES),
+                           json.dumps(CORPUS)], cwd=directory, env=env(),
+                          capture_output=True, text=True, timeout=300)
+    if made.returncode != 0:
+        return {"check": None, "truth": None, "why": made.stderr.strip().splitlines()[-1]}
+    bad = json.loads(python(release_dir, JUDGE, "forward", str(directory / "newsaves")))
+    done = subprocess.run([sys.executable, "-m", "autosave", "compat", "check", "gtgame",
+                           "--baseline", "compat/1.0.json", "--forward", "--older-code",
+                           str(release_dir), "--format", "json", "--config", "none.toml"],
+                          cwd=directory, env=env(), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    findings = [f for f in json.loads(done.stdout)["findings"] if f["forward"]]
+    return {"check": findings, "truth": bad}
+
+
 # -- the patches ---------------------------------------------------------------------------
 # (id, breaks: what the developer knows the patch does to old saves, [(old, new)],
 #  steps map or None, in the short CI form)
@@ -372,6 +434,18 @@ def _twins(n):
 
 
 WAITS = '    yield "title"\n' + _twins(3)
+# the label release 1 gives its n-th `yield "wait"` (twins are numbered in order)
+WAIT_LABEL = base_label((), "yield 'wait'")
+
+
+def wait_label(n):
+    return WAIT_LABEL if n == 1 else f"{WAIT_LABEL}#{n}"
+
+
+def _pinned(*ns):
+    """`yield "wait"` pinned to the label release 1 gives its n-th twin."""
+    return "".join(f'    yield autosave.label("{wait_label(n)}", "wait")\n' for n in ns)
+
 NPC_END = "    pos: Pos | None = None\n"
 NEW_NPCS = ('    guard = Npc("guard")\n    tom = Merchant("tom", stock={"sword": 1, "shield": 2})\n')
 MERCHANT_VIEW = '        out["coins"] = npc.coins\n'
@@ -486,6 +560,19 @@ PATCHES = [
      [(WAITS, '    yield "title"\n    yield "pause"\n' + _twins(3))], SHIFT_AFTER_TITLE, False),
     ("yield-twin-removed", True, [(WAITS, '    yield "title"\n' + _twins(2))],
      {1: {3: None, 4: 3, 5: 4, 6: 5, 7: 6}}, False),
+    # the twins the baseline had pinned to their labels: the new one is told apart
+    ("yield-inserted-before-twins-pinned", False,
+     [(WAITS, '    yield "title"\n' + _twins(1) + _pinned(1, 2, 3))], SHIFT_AFTER_TITLE, True),
+    ("yield-inserted-after-twins-pinned", False,
+     [(WAITS, '    yield "title"\n' + _pinned(1, 2, 3) + _twins(1))],
+     {1: {5: 6, 6: 7, 7: 8}}, False),
+    ("yield-inserted-between-twins-pinned", False,
+     [(WAITS, '    yield "title"\n' + _pinned(1) + _twins(1) + _pinned(2, 3))],
+     {1: {k: k + 1 for k in range(3, 8)}}, False),
+    # pinned, the removed twin is named: saves parked there are refused, the rest play
+    ("yield-twin-removed-pinned", True,
+     [(WAITS, '    yield "title"\n' + _pinned(1, 3))],
+     {1: {3: None, 4: 3, 5: 4, 6: 5, 7: 6}}, True),
     ("line-after-yield-reads-parameter", False,
      [("    yield line\n", '    yield line\n    if who == "nobody":\n        return\n')],
      None, False),
@@ -557,8 +644,9 @@ FIXES = [
     ("version-bumped-without-hook", "UPGRADE_MISSING",
      "add @autosave.upgrade('gtgame.Quest', from_version=1)", "version-bumped-hook-added"),
     ("yield-inserted-before-twins", "COROUTINE_TWINS_CHANGED",
-     "keep 3 identical `yield 'wait'`; to add a pause, yield a value of its own there "
-     "(`yield \"pause\"`)", "yield-inserted-before-twins-distinct"),
+     "pin the labels saves may be parked at: write the identical `yield 'wait'` the "
+     "baseline had, in their order, as `yield autosave.label(", 
+     "yield-inserted-before-twins-pinned"),
     ("class-renamed", "CLASS_REMOVED", "keep the class, or add aliases=('gtgame.Quest',)",
      "class-renamed-with-alias"),
 ]
@@ -591,6 +679,8 @@ WARNED = [
 
 # Findings a patch must also produce (besides its verdict): what the gate says about it.
 ALSO_REPORTS = {
+    "yield-twin-removed-pinned": "COROUTINE_LABEL_REMOVED",
+    "yield-inserted-before-twins-pinned": "COROUTINE_LABEL_ADDED",
     "base-version-bumped-hook-for-base-only": "FIELD_ADDED",
     "field-type-changed-hook-forgets": "FIELD_TYPE_CONVERTED_BY_HOOK",
     "coroutine-renamed-alias-kept": "COROUTINE_RENAMED",
@@ -623,3 +713,25 @@ PATCHES += [
       ('"steps": npc.steps,', '"steps": npc.steps, "level": npc.level,')], None, False),
 ]
 ALSO_REPORTS["base-version-bumped-subclass-pinned"] = "UPGRADE_NOT_INHERITED"
+
+# Attributes set from outside their class are known from the corpus (check --corpus).
+PATCHES += [
+    ("plain-attribute-set-outside-moved-into-init", False,
+     [("    world.stats.best = 0          # an attribute set from outside its class\n", ""),
+      ("        self.visited = []\n", "        self.visited = []\n        self.best = 0\n"),
+      ('"stats": (world.stats.kills,', '"stats": (world.stats.best, world.stats.kills,')],
+     None, True),
+    ("plain-attribute-set-outside-in-some-saves-moved-into-init", True,
+     [("        self.visited = []\n", "        self.visited = []\n        self.last_done = None\n"),
+      ('"stats": (world.stats.kills,', '"stats": (world.stats.last_done, world.stats.kills,')],
+     None, True),
+    ("plain-attribute-set-outside-in-some-saves-class-default", False,
+     [("class Stats:\n", "class Stats:\n    last_done = None\n\n"),
+      ("        self.visited = []\n", "        self.visited = []\n        self.last_done = None\n"),
+      ('"stats": (world.stats.kills,', '"stats": (world.stats.last_done, world.stats.kills,')],
+     None, False),
+]
+FIXES.append(("plain-attribute-set-outside-in-some-saves-moved-into-init",
+              "ATTRIBUTE_ADDED_NO_DEFAULT", "give it a class-level default in the body of "
+              "gtgame.Stats (last_done = <its initial value>",
+              "plain-attribute-set-outside-in-some-saves-class-default"))

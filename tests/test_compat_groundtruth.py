@@ -7,6 +7,7 @@ with --full (or AUTOSAVE_SLOW_TESTS=1).
 """
 
 import json
+import re
 
 import pytest
 
@@ -67,3 +68,43 @@ def test_an_in_flight_difference_is_never_silent(release1, tmp_path, name, rule,
     findings = json.loads(result["check"][1])["findings"]
     assert any(f["rule"] == rule and f["severity"] in ("warning", "breaking")
                for f in findings), findings
+
+
+def pinned_statements(fix):
+    """The statements a COROUTINE_TWINS_CHANGED fix says to write, in order."""
+    _, _, rest = fix.partition(", in their order, as ")
+    return re.findall(r"`([^`]*autosave\.label\([^`]*)`", rest.partition(" (")[0])
+
+
+def twins_fix(release1, tmp_path, patch):
+    pairs, steps = next((p[2], p[3]) for p in gt.PATCHES if p[0] == patch)
+    result = gt.judge(release1, tmp_path / "broken", pairs, steps)
+    findings = json.loads(result["check"][1])["findings"]
+    first = next(f for f in findings if f["breaking"])
+    assert first["fix"].startswith("pin the labels saves may be parked at"), findings
+    statements = pinned_statements(first["fix"])
+    assert len(statements) == 3, first["fix"]
+    return ["    " + s + "\n" for s in statements]
+
+
+def test_the_twins_fix_applied_as_written_makes_an_insertion_compatible(release1, tmp_path):
+    # The developer inserted the new wait before the three: those keep their labels.
+    old = twins_fix(release1, tmp_path, "yield-inserted-before-twins")
+    pairs = [(gt.WAITS, '    yield "title"\n    yield "wait"\n' + "".join(old))]
+    result = gt.judge(release1, tmp_path / "fixed", pairs, gt.SHIFT_AFTER_TITLE)
+    assert result["truth"] == []
+    assert result["check"][0] == 0 and result["verify"][0] == 0, result["check"][1]
+
+
+def test_the_twins_fix_applied_to_a_removal_names_the_removed_yield(release1, tmp_path):
+    # The middle wait was removed: the first and the third keep their labels; a save
+    # parked at the removed one is refused (truth), and the gate names that yield only.
+    first, _, third = twins_fix(release1, tmp_path, "yield-twin-removed")
+    pairs = [(gt.WAITS, '    yield "title"\n' + first + third)]
+    steps = {1: {3: None, 4: 3, 5: 4, 6: 5, 7: 6}}
+    result = gt.judge(release1, tmp_path / "fixed", pairs, steps)
+    assert [t.split(":")[0] for t in result["truth"]] == ["save 3"], result["truth"]
+    findings = json.loads(result["check"][1])["findings"]
+    breaking = {(f["rule"], f["member"]) for f in findings if f["breaking"]}
+    assert breaking == {("COROUTINE_LABEL_REMOVED", gt.wait_label(2))}, findings
+    assert result["check"][0] == 1

@@ -18,6 +18,7 @@ from .inflight import InFlight
 from .model import LiveLocal
 from .typetext import normal_type, widened  # noqa: F401  (the checker's API)
 from .rules import BREAKING, RULES
+from .twins import compare_reserved, compare_twins
 
 # The rules whose verdict the load decides (resolve.py asks it): a class found by name,
 # its version and hook chain, its fields and members; a coroutine's function, labels
@@ -336,21 +337,28 @@ class Checker:
 
     def compare_labels(self, function, old, new):
         detailed = self.base.detailed_coroutines
-        self.compare_twins(function, old, new)
+        ambiguous = compare_twins(self, function, old, new)
+        compare_reserved(self, function, old, new)
         InFlight(self, function, old, new).run()
         if detailed:
             self.compare_live(function, "<start>", set(old.params or ()),
                               [LiveLocal(p) for p in new.params or ()], at(new), new)
         for label, info in old.labels.items():
             now = new.labels.get(label)
-            if now is None:
+            if now is None and label in ambiguous:
+                self.add("COROUTINE_LABEL_REMOVED", function, label, at(new),
+                         f"coroutine {function} no longer has the resume point {label!r}, "
+                         f"one of identical `{info.text}` whose number changed: which of "
+                         f"them went cannot be told from the code", ambiguous[label])
+            elif now is None:
                 text = info.text or label
                 self.add("COROUTINE_LABEL_REMOVED", function, label, at(new),
                          f"coroutine {function} no longer has the resume point {label!r}: "
                          f"`{text}` at {old.file}:{info.source_line} in the "
                          f"baseline; a save parked there cannot resume",
                          f"restore `{text}` (same statement, same enclosing blocks) in "
-                         f"{function}")
+                         f"{function}; if it is gone for good, reserve its label so no "
+                         f"later yield takes it: @autosave.coroutine(reserved=({label!r},))")
             elif detailed:
                 # what every save parked there holds: the locals bound there for sure
                 held = {v.name for v in info.live or () if v.held}
@@ -371,23 +379,6 @@ class Checker:
                      f"coroutine {function} at {label!r} needs the local "
                      f"{local.name!r}, which saves parked there do not hold", fix)
 
-    def compare_twins(self, function, old, new):
-        """Identical yields in the same blocks are told apart by their order alone: when
-        their number changes, a save parked at one may resume at another."""
-        before, now = twin_groups(old), twin_groups(new)
-        for base, labels in before.items():
-            count = len(now.get(base, ()))
-            if count and count != len(labels) and max(count, len(labels)) > 1:
-                text = old.labels[labels[0]].text
-                self.add("COROUTINE_TWINS_CHANGED", function, labels[0], at(new),
-                         f"coroutine {function} has {count} identical `{text}` in the same "
-                         f"place where the baseline had {len(labels)}; identical yields are "
-                         f"told apart by their order only, so a save parked at one of "
-                         f"them may resume at another, a step early or late",
-                         f"keep {len(labels)} identical `{text}`; to add a pause, yield a "
-                         f"value of its own there (`yield \"pause\"`), and to drop one, "
-                         f"keep the yield and skip what it waits for")
-
     def compare_trust(self):
         if self.base.trusted is None:
             return self.incomplete("the trusted namespaces")
@@ -405,15 +396,6 @@ class Checker:
         for ns in sorted(now - set(self.base.trusted)):
             self.add("NAMESPACE_TRUSTED", ns, None, (None, None),
                      f"namespace {ns!r} is trusted now", "-")
-
-
-def twin_groups(entry):
-    """{label without its #n: [labels]} of a coroutine entry's resume points."""
-    out: dict = {}
-    for label in entry.labels:
-        base, sep, n = label.rpartition("#")
-        out.setdefault(base if sep and n.isdigit() else label, []).append(label)
-    return out
 
 
 def at(entry):

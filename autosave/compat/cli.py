@@ -6,12 +6,14 @@ Exit status: 0 compatible (or, for diff, the same structure), 1 breaking (differ
 
 import os
 import sys
+import tempfile
 
 from ..errors import CompatError, LoadError
 from . import baselines as baselines_
 from . import config as config_
 from . import model, report
 from .check import compare, compare_forward
+from .corpus import attributes_seen, with_corpus
 
 FORMATS = ("human", "json", "github")
 
@@ -29,6 +31,9 @@ def add_parsers(sub):
                                            "(the manifest): commit it at release.")
     snap.add_argument("packages", nargs="+", metavar="PACKAGE")
     snap.add_argument("-o", "--out", help="write here (default: standard output)")
+    snap.add_argument("--corpus", action="append", default=[], metavar="PATH",
+                      help="saves of this release: attributes their records hold become "
+                           "fields of plain classes (origin corpus)")
     snap.set_defaults(run=cmd_snapshot)
 
     check = commands.add_parser(
@@ -52,6 +57,14 @@ def add_parsers(sub):
                        help="also judge forward compatibility: each baseline's (older) "
                             "build reading saves of this one (cloud saves, rollbacks); "
                             "reported separately (default: forward in the config)")
+    check.add_argument("--corpus", action="append", default=[], metavar="PATH",
+                       help="saves of the baseline releases: attributes their records "
+                            "hold become fields of the baselines' plain classes")
+    check.add_argument("--older-code", metavar="DIR",
+                       help="with forward mode: the older release's source tree (the "
+                            "directory its packages import from); a subprocess imports "
+                            "them there and asks their loader. Baselines read with "
+                            "--against use their ref's tree without it")
     check.add_argument("--format", choices=FORMATS, default="human")
     check.add_argument("-v", "--verbose", action="store_true",
                        help="also list the compatible changes")
@@ -92,7 +105,10 @@ def fail(command, error):
 def cmd_snapshot(args):
     from . import live
     try:
-        text = _dumps(live.manifest(args.packages))
+        snap = live.manifest(args.packages)
+        if args.corpus:
+            snap = with_corpus(snap, attributes_seen(args.corpus))
+        text = _dumps(snap)
         if args.out:
             directory = os.path.dirname(args.out)
             if directory:
@@ -111,13 +127,17 @@ def _dumps(snapshot):
     return model.dumps(snapshot)
 
 
-def load_baselines(args, cfg):
+def load_baselines(args, cfg, refs=None):
+    """The baselines; ``refs`` (if given) gets {source: git ref} of those from git."""
     path = args.baseline_path or cfg.baseline_path
     out = []
     for item in args.baseline:
         out += baselines_.from_path(item)
     for ref in args.against:
-        out += baselines_.from_git(ref, path)
+        found = baselines_.from_git(ref, path)
+        if refs is not None:
+            refs.update((b.source, ref) for b in found)
+        out += found
     if not args.baseline and not args.against:
         if not os.path.isdir(path) and not os.path.isfile(path):
             raise CompatError(f"no baseline: give --baseline PATH or --against GITREF (the "
@@ -141,13 +161,17 @@ def cmd_check(args):
     try:
         cfg = config_.read(args.config)
         allows = list(cfg.allows) + [config_.parse_allow(a, "--allow") for a in args.allow]
-        bases = load_baselines(args, cfg)
+        refs: dict = {}
+        bases = load_baselines(args, cfg, refs)
+        if args.corpus:
+            seen = attributes_seen(args.corpus)
+            bases = [with_corpus(b, seen) for b in bases]
         current = current_snapshot(args.packages, bases)
         findings = []
         for base in bases:
             findings += compare(base, current)
-            if args.forward or cfg.forward:
-                findings += compare_forward(base, current)
+        if args.forward or cfg.forward:
+            findings += forward_findings(args, bases, current, refs)
         findings, unused = config_.apply(findings, allows, cfg.severities)
     except (CompatError, OSError) as e:
         return fail("compat check", e)
@@ -158,6 +182,27 @@ def cmd_check(args):
     else:
         sys.stdout.write(report.check_text(findings, unused, args.verbose))
     return 1 if any(f.breaking for f in findings) else 0
+
+
+def forward_findings(args, bases, current, refs):
+    """Forward mode: by the older build's loader where its code is at hand (--older-code,
+    or an --against ref's tree), else by the manifest rules."""
+    from . import forward
+    packages = list(current.packages) if args.packages[0].endswith(".json") \
+        else list(args.packages)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        trees: dict = {}
+        for base in bases:
+            code = args.older_code
+            if code is None and base.source in refs:
+                ref = refs[base.source]
+                if ref not in trees:
+                    trees[ref] = forward.code_of_ref(ref, os.path.join(tmp, str(len(trees))))
+                code = trees[ref]
+            out += forward.judge(base, current, packages, code) if code is not None \
+                else compare_forward(base, current)
+    return out
 
 
 def cmd_verify(args):

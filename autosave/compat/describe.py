@@ -210,14 +210,15 @@ def coroutine_entry(func, data):
         labels[label] = LabelEntry(
             context=tuple(info["context"]), text=info["text"], line=info["line"],
             index=info["index"], source_line=source_line, live=live.get(label, ()),
-            loops=loops_at(loops, source_line))
+            loops=loops_at(loops, source_line), pinned=info.get("pinned") is True)
     return CoroutineEntry(
         function=f"{func.__module__}.{func.__qualname__}",
         labels=labels,
         file=relative_file(func.__module__),
         line=start,
         params=tuple(sorted(set(data["params"]) | set(data["cells"]))),
-        derived=derived_attributes(func))
+        derived=derived_attributes(func),
+        reserved=tuple(data.get("reserved", ())))
 
 
 def coroutine_entries(packages, labels=None):

@@ -24,7 +24,8 @@ class FieldJudge:
         # attributes read from __init__ are compared only when the baseline recorded them
         self.plain_known = checker.base.format >= 4
         self.before = {f.name: f for f in old.fields
-                       if self.plain_known or f.origin is None}
+                       if self.plain_known or f.origin is None
+                       or f.origin in ("corpus", "corpus-some")}
         self.now = {f.name: f for f in new.fields if self.plain_known or f.origin is None}
         # current name -> the baseline field it continues under an old name
         self.continues = {}
@@ -43,6 +44,16 @@ class FieldJudge:
         renames = self.probable_renames()
         for name, field in self.now.items():
             prior = self.before.get(name) or self.continues.get(name)
+            if prior is not None and prior.origin == "corpus-some" and \
+                    self.needs_value(field) and field.origin in ("init", "method"):
+                self.add("ATTRIBUTE_ADDED_NO_DEFAULT", name, self.where(field),
+                         f"{self.stable}.{name} is set by the class's code now, and only "
+                         f"some saves of the corpus hold it (code outside the class set "
+                         f"it); loads never run __init__, so the others lack it",
+                         f"give it a class-level default in the body of {self.stable} "
+                         f"({name} = <its initial value>; for a mutable value, set it in "
+                         f"__autosave_loaded__(self) instead)")
+                continue
             if name in self.new.reserved:
                 self.add("RESERVED_NAME_REUSED", name, self.where(field),
                          f"{self.stable}.{name} is a field again, but the name is reserved "
@@ -63,7 +74,9 @@ class FieldJudge:
             self.compare(name, prior, field)
         taken = {f.name for f in self.continues.values()} | {r.name for r in renames.values()}
         for name, prior in self.before.items():
-            if name not in self.now and name not in taken and not prior.transient:
+            # an attribute the corpus shows and the code does not set: loads keep it
+            if name not in self.now and name not in taken and not prior.transient \
+                    and prior.origin not in ("corpus", "corpus-some"):
                 self.add("FIELD_REMOVED", name, self.new.where,
                          f"{self.stable}.{name} is gone; its saved values are dropped on load",
                          "-")

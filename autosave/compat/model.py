@@ -23,7 +23,9 @@ Format history (``"autosave_manifest"``):
   with a default) and ``derived`` (local -> the attributes its value is computed from),
   per label ``loops`` (the loop headers around the yield); a label's ``live`` lists
   every local saved at the yield with ``required`` (the code after it reads it) and
-  ``bound`` (bound for sure there, so every save holds it).
+  ``bound`` (bound for sure there, so every save holds it). Read without a format
+  change (absent means false / empty): per label ``pinned`` (written on the yield with
+  ``autosave.label``) and per coroutine ``reserved`` (labels no yield may take).
 """
 
 import json
@@ -57,7 +59,8 @@ class FieldEntry:
     declared: bool = True            # declared by the class (attrs, dataclass, annotation)
     line: int | None = None
     old_names: tuple[str, ...] = ()  # names saves of earlier releases hold it under
-    origin: str | None = None        # "init" / "method": a plain class's assignment there
+    origin: str | None = None        # "init" / "method": a plain class's assignment there;
+                                     # "corpus" / "corpus-some": held by saves (compat.corpus)
 
     def document(self) -> dict:
         out: dict = {"name": self.name, "type": self.type, "in": self.where,
@@ -156,11 +159,15 @@ class LabelEntry:
     source_line: int | None = None
     live: tuple[LiveLocal, ...] | None = None   # None: not recorded (format 1)
     loops: tuple[str, ...] = ()                 # loop headers around the yield
+    pinned: bool = False             # written on the yield (autosave.label)
 
     def labels_document(self) -> dict:
         """The part label matching reads (``autosave.coroutines.labels``)."""
-        return {"context": list(self.context), "text": self.text, "line": self.line,
-                "index": self.index}
+        out = {"context": list(self.context), "text": self.text, "line": self.line,
+               "index": self.index}
+        if self.pinned:
+            out["pinned"] = True
+        return out
 
     def document(self) -> dict:
         out = self.labels_document()
@@ -184,6 +191,7 @@ class CoroutineEntry:
     aliases: tuple[str, ...] = ()
     defaults: tuple[str, ...] = ()   # parameters with a default value
     derived: dict = attrs.field(factory=dict)   # local -> attributes it is computed from
+    reserved: tuple[str, ...] = ()   # labels no yield may take (removed resume points)
 
     @property
     def where(self) -> tuple[str | None, int | None]:
@@ -205,6 +213,8 @@ class CoroutineEntry:
             out["defaults"] = list(self.defaults)
         if self.derived:
             out["derived"] = {k: list(v) for k, v in self.derived.items()}
+        if self.reserved:
+            out["reserved"] = list(self.reserved)
         return out
 
 
@@ -381,7 +391,8 @@ def _label_entry(info, lw, source) -> LabelEntry:
     return LabelEntry(context=tuple(context), text=str(info.get("text", "")),
                       line=info.get("line"), index=index,
                       source_line=info.get("source_line"), live=live,
-                      loops=_str_list(info.get("loops", []), f"{lw}.loops", source))
+                      loops=_str_list(info.get("loops", []), f"{lw}.loops", source),
+                      pinned=info.get("pinned") is True)
 
 
 def _coroutine_entry(name, entry, source) -> CoroutineEntry:
@@ -399,7 +410,8 @@ def _coroutine_entry(name, entry, source) -> CoroutineEntry:
         file=entry.get("file"), line=entry.get("line"), params=params,
         aliases=_str_list(entry.get("aliases", []), f"{where}.aliases", source),
         defaults=_str_list(entry.get("defaults", []), f"{where}.defaults", source),
-        derived=_derived(entry.get("derived", {}), f"{where}.derived", source))
+        derived=_derived(entry.get("derived", {}), f"{where}.derived", source),
+        reserved=_str_list(entry.get("reserved", []), f"{where}.reserved", source))
 
 
 def _derived(value, where, source) -> dict:

@@ -71,13 +71,16 @@ RULES = {r.id: r for r in [
          "declare the old name with autosave.renamed_from(OLD); if unrelated, reserve the "
          "old name: __autosave_reserved__ = (OLD,)"),
     Rule("RESERVED_NAME_REUSED", BREAKING,
-         "a field or enum member uses a name the class reserves (__autosave_reserved__)",
-         "saves may hold a value under that name that meant something else",
-         "choose another name"),
+         "a field or enum member uses a name the class reserves (__autosave_reserved__), "
+         "or a coroutine's resume point has a label the baseline reserved "
+         "(@autosave.coroutine(reserved=...))",
+         "saves may hold a value under that name, or be parked at a removed point of "
+         "that label, that meant something else",
+         "choose another name; for a label, keep it reserved so the yield takes another"),
     Rule("RESERVED_NAME_RELEASED", WARNING,
-         "a name the baseline reserved is not reserved any more",
+         "a name or label the baseline reserved is not reserved any more",
          "a later change could reuse it with another meaning",
-         "keep it in __autosave_reserved__"),
+         "keep it in __autosave_reserved__ (a label: in reserved= of @autosave.coroutine)"),
     Rule("ATTRIBUTE_ADDED_NO_DEFAULT", BREAKING,
          "a plain class's __init__ sets a new attribute and the class body gives it no "
          "default",
@@ -147,7 +150,8 @@ RULES = {r.id: r for r in [
          "moved into another block or deleted",
          "a save may be parked at that yield; it cannot resume anywhere else",
          "restore the yield statement; a small edit keeps its label when autosave-codegen "
-         "runs with the previous manifest in place"),
+         "runs with the previous manifest in place, or pin it: yield autosave.label(OLD, "
+         "value); reserve a label gone for good"),
     Rule("COROUTINE_LABEL_ADDED", INFO, "a new resume point", "no old save is parked there",
          "-"),
     Rule("COROUTINE_LOCAL_MISSING", BREAKING,
@@ -158,10 +162,11 @@ RULES = {r.id: r for r in [
          "parameter, give it a default"),
     Rule("COROUTINE_TWINS_CHANGED", BREAKING,
          "the number of identical yields (same statement in the same blocks) of a "
-         "coroutine changed",
-         "identical yields are told apart by their order; a save parked at one may resume "
-         "at another, a step early or late",
-         "keep their number; yield a value of its own for a new pause"),
+         "coroutine changed, and the baseline's are not all pinned",
+         "unpinned identical yields are told apart by their order; a save parked at one "
+         "may resume at another, a step early or late",
+         "pin the baseline's labels on the yields they name: yield autosave.label(OLD, "
+         "value); or keep their number"),
     Rule("COROUTINE_LOCAL_FROM_UPGRADED", WARNING,
          "a local saved at a kept label is computed from a field of a class whose upgrade "
          "hooks run for old saves",
@@ -186,6 +191,13 @@ RULES = {r.id: r for r in [
          "a change a rule would call breaking, which the loader accepts for every record "
          "of the baseline (a class or coroutine resolved another way)",
          "the load decides; it finds what the save names", "-"),
+    Rule("FORWARD_NOT_JUDGED", BREAKING,
+         "forward mode with the older build's code: the older packages could not be "
+         "imported (or did not answer) to ask their loader",
+         "whether the older build reads this build's saves is unknown; the gate fails "
+         "closed",
+         "make the older release's packages importable from the --older-code directory, "
+         "or judge by the manifest rules only: leave out --older-code"),
     Rule("ROOT_REMOVED", WARNING, "a class is no longer a @save_root",
          "loading still works while its namespace stays trusted",
          "keep @autosave.save_root if games still pass its instances as roots"),

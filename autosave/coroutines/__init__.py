@@ -42,18 +42,22 @@ precompiled machine.
 import inspect
 import types
 from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Iterable
+from typing import Any, TypeVar, overload
 
 from ..model.adapters.base import ADAPTERS_BY_TYPE
 from ..errors import CoroutineError
 from ..model.generated import PRECOMPILED_COROUTINES, enabled as generated_enabled
 from . import labels as labels_mod
 from . import transform
+from .labels import label
+from .pins import RESERVED_ATTR, check_reserved, reserved_of
 from .adapter import COROUTINE
 from .runtime import HELPERS, Coroutine, Loading, DONE, NOT_STARTED
 from .specs import SPECS, FunctionRef, spec_of
 
-__all__ = ["coroutine", "register_precompiled", "use_labels", "CoroutineSpec", "spec_of"]
+__all__ = ["coroutine", "label", "register_precompiled", "use_labels", "CoroutineSpec",
+           "spec_of"]
 
 PRECOMPILED: dict[str, tuple] = {}   # qualified name -> (fingerprint, maker, spec data)
 LABELS = PRECOMPILED_COROUTINES.labels   # qualified name -> labels of a previous build
@@ -228,7 +232,8 @@ def build(func):
     PRECOMPILED_COROUTINES.prepare(func.__module__)
     fp = transform.fingerprint(func)
     registered = PRECOMPILED.get(qualified) if generated_enabled() else None
-    if registered is not None and registered[0] == fp:
+    if registered is not None and registered[0] == fp \
+            and tuple(registered[2].get("reserved", ())) == reserved_of(func):
         return registered[1], registered[2]
     previous = LABELS.get(qualified)
     if previous is None and registered is not None:
@@ -247,12 +252,33 @@ def build(func):
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def coroutine(func: _F) -> _F:
+@overload
+def coroutine(func: _F, /) -> _F: ...
+
+
+@overload
+def coroutine(*, reserved: Iterable[str] = ()) -> Callable[[_F], _F]: ...
+
+
+def coroutine(func: Any = None, /, *, reserved: Iterable[str] = ()) -> Any:
     """Make a generator function's generators resumable and saveable. Its generators
-    keep the generator protocol (next, send, throw, close), so the type is unchanged."""
+    keep the generator protocol (next, send, throw, close), so the type is unchanged.
+
+    ``@autosave.coroutine(reserved=("LABEL", ...))``: labels of removed resume points
+    that no later yield may take (docs/coroutines.md, "Pinned and reserved labels")."""
+    if func is None:
+        return lambda f: _decorate(f, reserved)
+    return _decorate(func, reserved)
+
+
+def _decorate(func, reserved):
     if isinstance(func, (staticmethod, classmethod)):
-        return type(func)(coroutine(func.__func__))
+        return type(func)(_decorate(func.__func__, reserved))
     if func in SPECS:
         return func
+    if reserved:
+        def error(reason):
+            return CoroutineError(reason, function=getattr(func, "__qualname__", None))
+        setattr(func, RESERVED_ATTR, check_reserved(reserved, error))
     maker, data = build(func)
     return instantiate(func, maker, data)

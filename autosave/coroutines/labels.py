@@ -23,9 +23,19 @@ Ren'Py's ``merge_names`` aligns statements and Roslyn's edit-and-continue maps s
 an aligned point keeps its old label even when its context changed, a point whose text
 changed a little inside a changed stretch keeps the label of the most similar old point
 there, and only points with no counterpart get a new label.
+
+A *pinned* label is one the developer wrote: ``yield autosave.label("door-2", "wait")``
+names that yield ``door-2`` whatever else changes (``label`` returns its value, so the
+generator yields ``"wait"``; the transform drops the call). Pinned labels are taken
+first; the other points are labelled as above among themselves, never taking a pinned
+or a *reserved* label (``@autosave.coroutine(reserved=(...))``: labels of removed
+points that no later yield may take). This is how identical yields stay apart: their
+order is all that tells unpinned twins apart, so inserting or removing one shifts the
+others, and the source cannot say which one moved.
 """
 
 import difflib
+from typing import Any
 
 import xxhash
 
@@ -35,14 +45,33 @@ TEXT_CHARS = 32
 SIMILAR = 0.6         # least similarity for a changed point to keep an old label
 
 
+def label(name: str, value: Any = None) -> Any:
+    """Name the yield it is the operand of: ``x = yield autosave.label("door-2", v)``
+    yields ``v`` and parks at the label ``"door-2"``, kept through any edit while the
+    call stays on that yield. It returns ``value``, so the function also runs
+    undecorated; the coroutine transform removes the call."""
+    return value
+
+
+def check_name(name) -> str | None:
+    """Why ``name`` cannot be a pinned or reserved label (None: it can)."""
+    if not isinstance(name, str) or not name:
+        return "a label is a non-empty string"
+    if name.startswith("<"):
+        return f"labels starting with '<' are autosave's own ({START}, {DONE})"
+    return None
+
+
 class PointInfo:
-    """What a label is derived from: ``context`` (tuple of kinds), ``text``, and the
-    line relative to the ``def`` (informative only)."""
+    """What a label is derived from: ``context`` (tuple of kinds), ``text``, the line
+    relative to the ``def`` (informative only), and ``pinned``: the label the developer
+    wrote on the yield (``autosave.label``), or None."""
 
-    __slots__ = ("context", "text", "line")
+    __slots__ = ("context", "text", "line", "pinned")
 
-    def __init__(self, context, text, line=0):
+    def __init__(self, context, text, line=0, pinned=None):
         self.context, self.text, self.line = tuple(context), text, line
+        self.pinned = pinned
 
     @property
     def key(self):
@@ -58,12 +87,16 @@ def base_label(context, text):
     return f"{short}@{digest}"
 
 
-def content_labels(points):
-    """Labels from content alone, with ``#n`` for repeated (context, text)."""
+def content_labels(points, avoid=frozenset()):
+    """Labels from content alone, with ``#n`` for repeated (context, text), skipping
+    the labels in ``avoid`` (pinned and reserved ones)."""
     seen, out = {}, []
     for p in points:
         base = base_label(p.context, p.text)
-        n = seen[base] = seen.get(base, 0) + 1
+        n = seen.get(base, 0) + 1
+        while (base if n == 1 else f"{base}#{n}") in avoid:
+            n += 1
+        seen[base] = n
         out.append(base if n == 1 else f"{base}#{n}")
     return out
 
@@ -74,13 +107,26 @@ def _similarity(old, new):
     return 0.7 * text + 0.3 * ctx
 
 
-def assign(points, previous=None):
+def assign(points, previous=None, reserved=()):
     """The label of each point (a list of PointInfo, in source order).
 
     ``previous``: the function's labels from an earlier build, ``{label: {"context":
     [...], "text": str, "index": int, ...}}`` (see ``manifest``), or None.
+    ``reserved``: labels no point may take. Pinned points keep their own label; the
+    others are labelled among themselves, around the pinned and reserved labels.
     """
-    fresh = content_labels(points)
+    fixed = {p.pinned for p in points if p.pinned is not None} | set(reserved)
+    free = [j for j, p in enumerate(points) if p.pinned is None]
+    kept = {k: v for k, v in (previous or {}).items() if k not in fixed}
+    chosen = _assign([points[j] for j in free], kept, fixed)
+    out = [p.pinned for p in points]
+    for j, label in zip(free, chosen):
+        out[j] = label
+    return out
+
+
+def _assign(points, previous, avoid):
+    fresh = content_labels(points, avoid)
     if not previous:
         return fresh
     old = sorted(previous.items(), key=lambda kv: (kv[1].get("index", 0), kv[0]))
@@ -107,11 +153,13 @@ def assign(points, previous=None):
         taken_new.add(j)
         labels[j] = old[i][0]
     # Points with no counterpart: their content label, unless an old label holds it.
-    taken = {label for label in labels if label is not None} | set(previous)
+    taken = {label for label in labels if label is not None} | set(previous) | set(avoid)
     for j, label in enumerate(labels):
         if label is None:
             candidate, n = fresh[j], 1
-            base = candidate.split("#")[0]
+            base, sep, number = candidate.rpartition("#")
+            if not (sep and number.isdigit()):
+                base = candidate
             while candidate in taken:
                 n += 1
                 candidate = f"{base}#{n}"
@@ -120,13 +168,19 @@ def assign(points, previous=None):
     return labels
 
 
-def match(old_labels, new_points):
+def match(old_labels, new_points, reserved=()):
     """``assign`` with the previous labels first: the labels ``new_points`` get when
     ``old_labels`` (a function's manifest entry) are to be kept."""
-    return assign(new_points, old_labels)
+    return assign(new_points, old_labels, reserved)
 
 
 def manifest(points, labels):
-    """The JSON-able record of a function's labels, for the next build's ``assign``."""
-    return {label: {"context": list(p.context), "text": p.text, "line": p.line, "index": i}
-            for i, (p, label) in enumerate(zip(points, labels))}
+    """The JSON-able record of a function's labels, for the next build's ``assign``
+    (``"pinned": true`` marks a label written on the yield)."""
+    out = {}
+    for i, (p, label) in enumerate(zip(points, labels)):
+        entry = {"context": list(p.context), "text": p.text, "line": p.line, "index": i}
+        if p.pinned is not None:
+            entry["pinned"] = True
+        out[label] = entry
+    return out

@@ -56,6 +56,7 @@ from .analysis import Flow
 from .desugar import Desugar
 from .lower import Lower
 from .names import Mangler, NameRewriter
+from .pins import Pins, reserved_of
 from .runtime import HELPERS
 from .syntax import (CO_GENERATOR, COMPREHENSIONS, SCOPES, YIELDS, Point, blocks_of, const,
                      fix_locations, has_yield, header_exprs, is_resume, name, own_nodes,
@@ -176,6 +177,7 @@ class Transform:
         fn = self.fn
         self.check_unsupported(fn)
         self.choose_prefix(fn)
+        self.pinned = Pins(self.func, fn, self.error).strip()
         self.label_pass(fn.body)
         self.class_name = self.enclosing_class()
         if self.class_name:
@@ -293,7 +295,8 @@ class Transform:
                 text = stmt_text(s)
                 for i, y in enumerate(found):
                     points.append((y, labels_mod.PointInfo(
-                        ctx, text if i == 0 else f"{text} |{i + 1}", y.lineno - self.first)))
+                        ctx, text if i == 0 else f"{text} |{i + 1}", y.lineno - self.first,
+                        self.pinned.get(id(y)))))
             if isinstance(s, ast.For):
                 disc = "for " + ast.unparse(s.target)
             elif isinstance(s, ast.With):
@@ -313,7 +316,7 @@ class Transform:
         self.orig_keys = keys
         self.yield_info = {id(y): info for y, info in points}
         infos = [info for _, info in points]
-        labels = labels_mod.assign(infos, self.previous)
+        labels = labels_mod.assign(infos, self.previous, reserved_of(self.func))
         self.yield_label = {id(y): label for (y, _), label in zip(points, labels)}
         self.label_manifest = labels_mod.manifest(infos, labels)
 
@@ -552,7 +555,7 @@ class Transform:
             live.sort()
             points.append({"label": p.label, "live": live, "finalize": p.finalize,
                            "delegate": self.frame_attr(p.delegate) if p.delegate else None})
-        return {
+        data = {
             "version": SPEC_VERSION,
             "python": _VERSION,
             "module": self.module,
@@ -566,6 +569,9 @@ class Transform:
             "points": points,
             "labels": self.label_manifest,
         }
+        if reserved_of(self.func):
+            data["reserved"] = list(reserved_of(self.func))
+        return data
 
 
 # -- entry points -----------------------------------------------------------------------
