@@ -17,6 +17,9 @@ lacks that has a default (added since) gets its default.
 
 import itertools
 import types
+from itertools import repeat
+from operator import is_
+from types import CellType
 
 
 from ..model.adapters.base import ADAPTERS_BY_TYPE, Adapter, register_adapter
@@ -34,6 +37,9 @@ class CoroutineAdapter(Adapter):
     name = "autosave.coroutine"
     types = ()
     mutable, has_fill, has_loaded_hook = True, True, True
+    # its fill keeps references and reads their types only (the hidden locals' checks):
+    # it goes in its turn, never held back until the batch objects are filled
+    reads_parts = False
 
     def parts(self, obj):
         spec = obj._spec
@@ -68,57 +74,137 @@ class CoroutineAdapter(Adapter):
         return Loading.__new__(Loading)
 
     def fill(self, obj, vals):
-        fn, label = vals[1], vals[2]
-        spec = coroutine_spec(fn)
-        if type(label) is not str:
-            raise ValueError("a coroutine's label is a string")
-        state = resume_state(spec, label)
+        layout = layout_of(vals)
+        layout.fill(obj, vals[4::2])
+        obj.__class__ = layout.placeholder
+
+    def create(self, rec, vals):
+        if len(rec) < 3 or len(rec) % 2 == 0:
+            raise ValueError("a coroutine record holds a function, a label and name/value pairs")
+        layout = layout_of(vals)
+        obj = _new(layout.placeholder)
+        layout.fill(obj, vals[4::2])
+        return obj
+
+
+_new = object.__new__
+
+
+# -- the load's decisions, by name: the fill above and the release gate both use them ----
+
+MAX_LAYOUTS = 256       # layouts kept per function: a file may hold any names at all
+CELLS = "cells@"        # frame entry: attributes holding a saved cell to unwrap on load
+
+
+# decorated function -> {(label, names): _Layout}; a function is hashed by identity
+_LAYOUTS: dict[types.FunctionType, dict[tuple[str, tuple[str, ...]], "_Layout"]] = {}
+
+
+def layout_of(vals):
+    """The ``_Layout`` of a coroutine record's built values (function, label, then
+    name/value pairs): found by the function and the names, made on first sight."""
+    fn, label = vals[1], vals[2]
+    if type(label) is not str:
+        raise ValueError("a coroutine's label is a string")
+    names = tuple(vals[3::2])
+    # str only, before the names are hashed as a key (no class's __hash__ runs)
+    if not all(map(is_, map(type, names), repeat(str))):
+        raise ValueError("a coroutine's local names are strings")
+    if type(fn) is types.FunctionType:    # hashed by identity: no class's __hash__ runs
+        layouts = _LAYOUTS.get(fn)
+        if layouts is not None:
+            layout = layouts.get((label, names))
+            if layout is not None:
+                return layout
+    spec = coroutine_spec(fn)
+    layout = _Layout(spec, label, names)
+    if type(fn) is types.FunctionType:
+        layouts = _LAYOUTS.setdefault(fn, {})
+        if len(layouts) < MAX_LAYOUTS:
+            layouts[label, names] = layout
+    return layout
+
+
+class _Layout:
+    """How the records of one function, label and sequence of saved names fill a frame:
+    everything about them that does not depend on the values, decided once (the
+    function's resume point, each name's frame attribute, the hidden locals to type,
+    the parameters' defaults, the cells to make)."""
+
+    def __init__(self, spec, label, names):
+        self.spec, self.label = spec, label
+        state = self.state = resume_state(spec, label)
         slots = spec.slots[state]
-        d = obj.__dict__
-        if state != DONE:
-            for attr in spec.frame:
-                d[attr] = UNBOUND
+        attrs, keep, hidden, cells, plain = [], [], [], [], []
         found = set()
-        for i in range(3, len(vals), 2):
-            saved, value = vals[i], vals[i + 1]
-            if type(saved) is not str:
-                raise ValueError("a coroutine's local names are strings")
+        for pos, saved in enumerate(names):
             slot = slots.get(saved)
             if slot is None:
                 continue                   # no longer live there: dropped
+            if saved in found:             # the last value of a name repeated wins
+                pos_before = keep[attrs.index(slot[0])]
+                keep.remove(pos_before)
+                attrs.remove(slot[0])
             attr, _, holds_cell = slot
-            if "@" in saved:
-                check_hidden(spec, label, saved, value)
-            if holds_cell and type(value) is not types.CellType:
-                value = types.CellType(value)
-            elif not holds_cell and type(value) is types.CellType:
-                value = _cell_value(value)
-            d[attr] = value
+            attrs.append(attr)
+            keep.append(pos)
             found.add(saved)
+            if "@" in saved and _HIDDEN_KINDS.get(_kind(saved)) is not None:
+                kind = _kind(saved)
+                hidden.append((pos, saved, PASSIVE_ITERATORS if kind in ("iter", "from")
+                               else frozenset(), _HIDDEN_KINDS[kind][1]))
+            (cells if holds_cell else plain).append(attr)
+        self.dropped = len(keep) != len(names)
+        self.keep, self.attrs = keep, tuple(attrs)
+        self.hidden, self.cells, self.plain = hidden, cells, plain
+        self.defaults = []
         for saved, default in spec.param_defaults.items():
             slot = slots.get(saved)
             if slot is not None and saved not in found:
-                d[slot[0]] = types.CellType(default) if slot[2] else default
+                self.defaults.append((slot[0], default, slot[2]))
                 found.add(saved)
         missing = missing_local(spec, state, found)
         if missing is not None:
             raise IncompatibleSaveError(
                 f"coroutine {spec.qualified_name} at label {label!r} needs the local "
                 f"{missing!r}, which the save does not hold")
-        for saved, (attr, _, holds_cell) in slots.items():
-            if saved not in found and holds_cell:
-                d[attr] = types.CellType()
-        obj.__qualname__ = spec.qualname
-        obj._state = state
-        obj.__class__ = spec.placeholder
+        self.empty_cells = tuple(attr for saved, (attr, _, holds_cell) in slots.items()
+                                 if saved not in found and holds_cell)
+        self.unbound = dict.fromkeys(spec.frame, UNBOUND) if state != DONE else None
+        self.placeholder, self.qualname = spec.placeholder, spec.qualname
 
-    def create(self, rec, vals):
-        obj = self.allocate(rec)
-        self.fill(obj, vals)
-        return obj
+    def fill(self, obj, values):
+        """Fill frame ``obj`` (of the placeholder class) from the values saved under
+        this layout's names. It reads the values' types only: what they hold may not be
+        filled yet (a list a loop iterates is filled after the records)."""
+        for pos, saved, quick, accepts in self.hidden:
+            value = values[pos]
+            if type(value) not in quick and not accepts(value):
+                check_hidden(self.spec, self.label, saved, value)      # raises
+        d = obj.__dict__
+        if self.unbound is not None:
+            d.update(self.unbound)
+        if self.dropped:
+            values = [values[pos] for pos in self.keep]
+        d.update(zip(self.attrs, values))
+        for attr in self.cells:
+            if type(d[attr]) is not CellType:
+                d[attr] = CellType(d[attr])
+        if self.plain and any(map(is_, map(type, values), repeat(CellType))):
+            # a local saved as a cell that is a plain local now: its contents, read once
+            # the cell is filled (Loading.__autosave_loaded__)
+            d[CELLS] = tuple(attr for attr in self.plain if type(d[attr]) is CellType)
+        for attr, default, holds_cell in self.defaults:
+            d[attr] = CellType(default) if holds_cell else default
+        for attr in self.empty_cells:
+            d[attr] = CellType()
+        obj.__qualname__ = self.qualname
+        obj._state = self.state
 
 
-# -- the load's decisions, by name: the fill above and the release gate both use them ----
+def _kind(saved):
+    return saved.partition("@")[0].rstrip("0123456789")
+
 
 def coroutine_spec(fn):
     """The CoroutineSpec of the function a record names (resolved already), or the
@@ -245,8 +331,7 @@ _HIDDEN_KINDS = {
 
 
 def check_hidden(spec, label, saved, value):
-    kind = saved.partition("@")[0].rstrip("0123456789")
-    found = _HIDDEN_KINDS.get(kind)
+    found = _HIDDEN_KINDS.get(_kind(saved))
     if found is None:
         return                      # tmp@...: a hoisted operand, any value
     what, accepts = found
@@ -266,10 +351,3 @@ def _check_saved_hidden(spec, label, saved, value):
                "calls a function of the game's as it goes" if saved.startswith(("iter@", "from@"))
                else "keep the object the game's own")
         raise SaveError(f"{e}; {fix}") from None
-
-
-def _cell_value(cell):
-    try:
-        return cell.cell_contents
-    except ValueError:
-        return UNBOUND

@@ -39,6 +39,8 @@ class Schedule:
     build_slice: slice         # the parts a build needs built
     build_finished: slice | None   # parts that must be finished (filled) before build
     fill_finished: slice | None    # parts that must be finished before fill
+    shallow: bool              # fill_finished parts need only be filled themselves, not
+                               # what they hold (a list iterator reads its list's length)
     hashing: Hashing           # what hashing one of its objects visits
     c_dealloc_levels: int      # 0, or the C stack one nesting level takes to free
                                # (CPython frees it by unchecked C recursion)
@@ -95,6 +97,7 @@ def _read_schedule(plan: Any) -> Schedule:
         build_slice=getattr(plan, "build_slice", ALL),
         build_finished=plan.build_finished,
         fill_finished=plan.fill_finished,
+        shallow=bool(getattr(plan, "shallow", False)),
         hashing=_HASHING[getattr(plan, "hash_kind", 0)],
         c_dealloc_levels=0 if dealloc is False else int(dealloc),
     )
@@ -118,10 +121,14 @@ class Step(NamedTuple):
     from_record: Any           # generated code's create-from-record, or None
     build_waits: slice | None  # parts a build must find finished
     schedule: Schedule
+    after_batches: bool        # built in its turn, filled once the batch objects are
+                               # (a shallow fill while they are not filled yet)
 
 
 def step_of(plan: Any, schedule: Schedule, batches_unfilled: bool) -> Step:
+    after_batches = (batches_unfilled and schedule.shallow and not schedule.mutable
+                     and schedule.has_fill and schedule.waits_to_build(True) is None)
     return Step(plan, schedule.mutable, plan.fill if schedule.has_fill else None,
                 schedule.waits_to_fill(batches_unfilled), schedule.has_loaded_hook,
                 getattr(plan, "create", None), getattr(plan, "create_from_record", None),
-                schedule.waits_to_build(batches_unfilled), schedule)
+                schedule.waits_to_build(batches_unfilled), schedule, after_batches)

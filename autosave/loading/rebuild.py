@@ -87,6 +87,9 @@ class Loader:
         self.filler = Filler(self.plans, batches, self.objs, MISSING)
         self.current: int | None = None
         self.forwarded_missing = False   # forward() gave MISSING: vals may hold it
+        # (index, values) of records whose fill waits, shallowly, for batch objects only
+        # so far: filled as soon as the batches are (fill_batches), never deferred then
+        self.after_batches: list[tuple[int, list[Any]]] = []
 
     def release(self):
         """A plan keeps its own bound methods (``fill``, ``create``): a cycle per class.
@@ -126,12 +129,14 @@ class Loader:
         append = objs.append
         closes_cycle = self.closes_cycle
         general = self.general_record
+        after_batches = self.after_batches
         has_missing = False
         i = first
         try:
             for i, rec in enumerate(records, first):
                 step = steps[rec[0]]
-                plan, mutable, fill, fill_waits, hook, create, from_record, build_waits, _ = step
+                plan, mutable, fill, fill_waits, hook, create, from_record, build_waits, _, \
+                    after = step
                 if from_record is not None and not closes_cycle[i] and not has_missing \
                         and not (early and i in early):
                     try:
@@ -142,7 +147,7 @@ class Loader:
                         if hook:
                             hooks.append(i)
                         continue
-                vals = None
+                vals: Any = None
                 if closes_cycle[i]:
                     slow = True                 # refers to a later record: resolve below
                 else:
@@ -152,6 +157,15 @@ class Loader:
                     except IndexError:          # an unmarked forward reference
                         slow = True
                 if not slow and not (early and i in early):
+                    if after:
+                        # built now; filled once the batch objects are (its fill reads
+                        # one's length): waits as unfinished meanwhile
+                        append(plan.build(vals))
+                        unfinished.add(i)
+                        after_batches.append((i, vals))
+                        if hook:
+                            hooks.append(i)
+                        continue
                     # nothing to wait for: made in one call
                     if create is not None and (fill_waits is None or not (unfinished or unfilled)):
                         append(create(rec, vals))
@@ -178,7 +192,7 @@ class Loader:
         finished: allocated, built or deferred, then filled or deferred. Returns whether
         objects may now be missing (a record deferred before it was built)."""
         objs, unfinished, unfilled = self.objs, self.unfinished, self.unfilled
-        plan, mutable, fill, fill_waits, hook, _, _, build_waits, schedule = step
+        plan, mutable, fill, fill_waits, hook, _, _, build_waits, schedule, _ = step
         maybe_missing = False
         if slow:
             forward, built = self.forward, len(objs)
@@ -203,11 +217,16 @@ class Loader:
             obj = plan.build(vals)
             objs.append(obj)
         if fill is not None:
-            if (maybe_missing and _has_missing(vals)) or (
-                    fill_waits is not None and waiting
-                    and self.blocker(rec, fill_waits, i, hashes, deep) is not None):
+            if maybe_missing and _has_missing(vals):
                 unfinished.add(i)
                 self.deferred.append(i)
+            elif fill_waits is not None and waiting and (self.blocker(
+                    rec, fill_waits, i, hashes, deep, schedule.shallow) is not None):
+                unfinished.add(i)
+                if schedule.shallow and unfilled:
+                    self.after_batches.append((i, vals))
+                else:
+                    self.deferred.append(i)
             else:
                 fill(obj, vals)
                 if unfinished:
@@ -230,6 +249,29 @@ class Loader:
         # Code that runs on load never sees the loader's placeholder: an object
         # waiting for a value shows without it, as pickle shows one on a cycle.
         filler.hide_missing()
+        self.fill_after_batches(deferred)
+
+    def fill_after_batches(self, deferred: list[int]) -> None:
+        """Fill the records that waited for batch objects only (``Schedule.shallow``:
+        they read a batch object's length, not what it holds), now that the batches
+        are filled; those whose objects still wait for records join ``deferred``."""
+        records, objs, unfinished, plans = self.records, self.objs, self.unfinished, self.plans
+        after = self.after_batches
+        # Unless other objects are unfinished too, what these wait for is done: their
+        # plans' fills wait for objects of other kinds (a list iterator, for its list).
+        others = len(unfinished) > len(after)
+        for i, vals in after:
+            self.current = i
+            rec = records[i]
+            plan = plans[rec[0]]
+            if not others or self.blocker(rec, plan.fill_finished, i, False, False,
+                                          True) is None:
+                plan.fill(objs[i], vals)
+                unfinished.discard(i)
+            else:
+                deferred.append(i)
+        self.after_batches = []
+        self.current = None
 
     def check_unset_markers(self) -> None:
         consumed = sum(getattr(p, "unset_slots", 0) for p in self.plans)
@@ -262,7 +304,7 @@ class Loader:
         return hooks
 
     def blocker(self, rec: Record, part: slice, here: int, hashes: bool,
-                deep: bool = False) -> int | None:
+                deep: bool = False, shallow: bool = False) -> int | None:
         """The first record that rec[part] needs finished and is not, or None.
 
         Reading contents needs the referenced objects built and filled, and what they
@@ -274,8 +316,13 @@ class Loader:
         object hashed by identity ends the search, its hash never changes. Code of the
         game's that reads its parts (``deep``: a ``__setstate__``, a constructor) needs
         everything they reach done, as pickle gives it: objects on a cycle back to this
-        record aside, which ``finish_deferred`` lets go ahead in post-order.
+        record aside, which ``finish_deferred`` lets go ahead in post-order. A
+        ``shallow`` read (a list's length) needs the objects themselves filled only.
         """
+        if shallow and not hashes:
+            unfinished, unfilled, obj_at = self.unfinished, self.unfilled, self.obj_at
+            return next((j for j in self.targets(rec, part, here) if j != here and (
+                j < unfilled or j in unfinished or obj_at(j) is MISSING)), None)
         if deep and not hashes:
             return self.deep_blocker(rec, part, here)
         unfinished, records = self.unfinished, self.records
@@ -514,7 +561,8 @@ class Deferred:
         need_built = [j for j in loader.targets(rec, missing_part, i) if objs[j] is MISSING]
         need_finished: list[int] = []
         if not force and finished_part is not None:
-            j = loader.blocker(rec, finished_part, i, schedule.hashes, schedule.deep)
+            j = loader.blocker(rec, finished_part, i, schedule.hashes, schedule.deep,
+                               schedule.shallow)
             if j is not None:
                 (need_built if objs[j] is MISSING else need_finished).append(j)
         return need_built, need_finished
