@@ -17,8 +17,8 @@ lacks that has a default (added since) gets its default.
 
 import itertools
 import types
-from itertools import repeat
-from operator import is_
+from itertools import compress, repeat
+from operator import is_, is_not
 from types import CellType
 
 
@@ -44,20 +44,26 @@ class CoroutineAdapter(Adapter):
     def parts(self, obj):
         spec = obj._spec
         state = obj._state
-        if state == RUNNING:
-            raise SaveError(f"coroutine {obj.__qualname__}() is running: the save was taken "
-                            f"inside its own step; save between steps")
-        if "<locals>" in spec.ref.__qualname__:
-            raise SaveError(local_coroutine(spec.ref.__module__, spec.ref.__qualname__))
-        out = [spec.ref, spec.labels[state]]
-        d = obj.__dict__
-        for saved, attr in spec.saved[state]:
-            value = d[attr]
-            if value is not UNBOUND:
-                if "@" in saved:
-                    _check_saved_hidden(spec, spec.labels[state], saved, value)
-                out.append(saved)
-                out.append(value)
+        plan = _SAVE_PLANS.get((spec, state))
+        if plan is None:
+            if state == RUNNING:
+                raise SaveError(f"coroutine {obj.__qualname__}() is running: the save was "
+                                f"taken inside its own step; save between steps")
+            plan = _save_plan(spec, state)
+        label, names, attrs, hidden = plan
+        values = list(map(obj.__dict__.__getitem__, attrs))
+        for pos, saved, quick, accepts in hidden:
+            value = values[pos]
+            if type(value) not in quick and value is not UNBOUND and not accepts(value):
+                _check_saved_hidden(spec, label, saved, value)      # raises
+        if any(map(is_, values, repeat(UNBOUND))):       # unbound locals are left out
+            bound = list(map(is_not, values, repeat(UNBOUND)))
+            names = list(compress(names, bound))
+            values = list(compress(values, bound))
+        out = [None] * (2 + 2 * len(values))
+        out[0], out[1] = spec.ref, label
+        out[2::2] = names
+        out[3::2] = values
         return out
 
     def labels(self, parts):
@@ -88,6 +94,31 @@ class CoroutineAdapter(Adapter):
 
 
 _new = object.__new__
+
+
+# (spec, state) -> (label, saved names, frame attributes, hidden locals to type)
+_SAVE_PLANS: dict[tuple[object, int], tuple[str, tuple[str, ...], tuple[str, ...], list]] = {}
+
+
+def _save_plan(spec, state):
+    """What a save of a coroutine of ``spec`` parked at ``state`` writes, decided once:
+    its label, the saved names and their frame attributes (in the saved order), and
+    the hidden locals a load types (position, name, types accepted outright, check)."""
+    if "<locals>" in spec.ref.__qualname__:
+        raise SaveError(local_coroutine(spec.ref.__module__, spec.ref.__qualname__))
+    entries = spec.saved[state]
+    hidden = [(pos, saved, _quick(_kind(saved)), _HIDDEN_KINDS[_kind(saved)][1])
+              for pos, (saved, _) in enumerate(entries)
+              if "@" in saved and _kind(saved) in _HIDDEN_KINDS]
+    plan = (spec.labels[state], tuple(n for n, _ in entries), tuple(a for _, a in entries),
+            hidden)
+    _SAVE_PLANS[spec, state] = plan
+    return plan
+
+
+def _quick(kind):
+    """The types a hidden local of ``kind`` holds that its check accepts outright."""
+    return PASSIVE_ITERATORS if kind in ("iter", "from") else frozenset()
 
 
 # -- the load's decisions, by name: the fill above and the release gate both use them ----
@@ -149,10 +180,9 @@ class _Layout:
             attrs.append(attr)
             keep.append(pos)
             found.add(saved)
-            if "@" in saved and _HIDDEN_KINDS.get(_kind(saved)) is not None:
-                kind = _kind(saved)
-                hidden.append((pos, saved, PASSIVE_ITERATORS if kind in ("iter", "from")
-                               else frozenset(), _HIDDEN_KINDS[kind][1]))
+            if "@" in saved and _kind(saved) in _HIDDEN_KINDS:
+                hidden.append((pos, saved, _quick(_kind(saved)),
+                               _HIDDEN_KINDS[_kind(saved)][1]))
             (cells if holds_cell else plain).append(attr)
         self.dropped = len(keep) != len(names)
         self.keep, self.attrs = keep, tuple(attrs)
