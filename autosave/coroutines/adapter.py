@@ -17,11 +17,11 @@ lacks that has a default (added since) gets its default.
 
 import itertools
 import types
-from itertools import compress, repeat
-from operator import is_, is_not
 from types import CellType
+from typing import Any
 
 
+from ..format import kernels
 from ..model.adapters.base import ADAPTERS_BY_TYPE, Adapter, register_adapter
 from ..model.adapters.callables import GLOBAL
 from ..model.advice import local_coroutine
@@ -50,20 +50,17 @@ class CoroutineAdapter(Adapter):
                 raise SaveError(f"coroutine {obj.__qualname__}() is running: the save was "
                                 f"taken inside its own step; save between steps")
             plan = _save_plan(spec, state)
-        label, names, attrs, hidden = plan
-        values = list(map(obj.__dict__.__getitem__, attrs))
-        for pos, saved, quick, accepts in hidden:
-            value = values[pos]
-            if type(value) not in quick and value is not UNBOUND and not accepts(value):
-                _check_saved_hidden(spec, label, saved, value)      # raises
-        if any(map(is_, values, repeat(UNBOUND))):       # unbound locals are left out
-            bound = list(map(is_not, values, repeat(UNBOUND)))
-            names = list(compress(names, bound))
-            values = list(compress(values, bound))
-        out = [None] * (2 + 2 * len(values))
-        out[0], out[1] = spec.ref, label
-        out[2::2] = names
-        out[3::2] = values
+        label, entries = plan
+        out = [spec.ref, label]
+        append = out.append
+        d = obj.__dict__
+        for saved, attr, check in entries:
+            value = d[attr]
+            if value is not UNBOUND:         # unbound locals are left out
+                if check is not None and type(value) not in check[0] and not check[1](value):
+                    _check_saved_hidden(spec, label, saved, value)      # raises
+                append(saved)
+                append(value)
         return out
 
     def labels(self, parts):
@@ -87,7 +84,21 @@ class CoroutineAdapter(Adapter):
     def create(self, rec, vals):
         if len(rec) < 3 or len(rec) % 2 == 0:
             raise ValueError("a coroutine record holds a function, a label and name/value pairs")
-        layout = layout_of(vals)
+        fn = vals[1]
+        layout = None
+        if type(fn) is types.FunctionType:   # hashed by identity: no class's __hash__ runs
+            layouts = _LAYOUTS.get(fn)
+            if layouts is not None:
+                # Looked up by the record's own label and names: inline values of
+                # msgpack's types (a reference is a list, which no key holds), so the
+                # lookup runs no code; a layout is only made from exact strs.
+                try:
+                    layout = layouts.get((rec[2], tuple(rec[3::2])))
+                except TypeError:            # a reference in place of a name
+                    raise ValueError("a coroutine's label and local names are strings") \
+                        from None
+        if layout is None:
+            layout = layout_of(vals)
         obj = _new(layout.placeholder)
         layout.fill(obj, vals[4::2])
         return obj
@@ -96,23 +107,20 @@ class CoroutineAdapter(Adapter):
 _new = object.__new__
 
 
-# (spec, state) -> (label, saved names, frame attributes, hidden locals to type)
-_SAVE_PLANS: dict[tuple[object, int], tuple[str, tuple[str, ...], tuple[str, ...], list]] = {}
+# (spec, state) -> (label, [(saved name, frame attribute, hidden local's check)])
+_SAVE_PLANS: dict[tuple[object, int], tuple[str, list[tuple[str, str, Any]]]] = {}
 
 
 def _save_plan(spec, state):
     """What a save of a coroutine of ``spec`` parked at ``state`` writes, decided once:
-    its label, the saved names and their frame attributes (in the saved order), and
-    the hidden locals a load types (position, name, types accepted outright, check)."""
+    its label, and each saved name, its frame attribute and, for a hidden local a load
+    types, (the types it accepts outright, its check)."""
     if "<locals>" in spec.ref.__qualname__:
         raise SaveError(local_coroutine(spec.ref.__module__, spec.ref.__qualname__))
-    entries = spec.saved[state]
-    hidden = [(pos, saved, _quick(_kind(saved)), _HIDDEN_KINDS[_kind(saved)][1])
-              for pos, (saved, _) in enumerate(entries)
-              if "@" in saved and _kind(saved) in _HIDDEN_KINDS]
-    plan = (spec.labels[state], tuple(n for n, _ in entries), tuple(a for _, a in entries),
-            hidden)
-    _SAVE_PLANS[spec, state] = plan
+    entries = [(saved, attr, (_quick(_kind(saved)), _HIDDEN_KINDS[_kind(saved)][1])
+                if "@" in saved and _kind(saved) in _HIDDEN_KINDS else None)
+               for saved, attr in spec.saved[state]]
+    plan = _SAVE_PLANS[spec, state] = (spec.labels[state], entries)
     return plan
 
 
@@ -135,12 +143,10 @@ def layout_of(vals):
     """The ``_Layout`` of a coroutine record's built values (function, label, then
     name/value pairs): found by the function and the names, made on first sight."""
     fn, label = vals[1], vals[2]
-    if type(label) is not str:
-        raise ValueError("a coroutine's label is a string")
     names = tuple(vals[3::2])
-    # str only, before the names are hashed as a key (no class's __hash__ runs)
-    if not all(map(is_, map(type, names), repeat(str))):
-        raise ValueError("a coroutine's local names are strings")
+    # str only, before they are hashed as a key (no class's __hash__ runs)
+    if type(label) is not str or not all(type(n) is str for n in names):
+        raise ValueError("a coroutine's label and local names are strings")
     if type(fn) is types.FunctionType:    # hashed by identity: no class's __hash__ runs
         layouts = _LAYOUTS.get(fn)
         if layouts is not None:
@@ -220,7 +226,7 @@ class _Layout:
         for attr in self.cells:
             if type(d[attr]) is not CellType:
                 d[attr] = CellType(d[attr])
-        if self.plain and any(map(is_, map(type, values), repeat(CellType))):
+        if self.plain and CellType in kernels.kinds(values):
             # a local saved as a cell that is a plain local now: its contents, read once
             # the cell is filled (Loading.__autosave_loaded__)
             d[CELLS] = tuple(attr for attr in self.plain if type(d[attr]) is CellType)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 from itertools import islice, repeat
 from operator import is_
+from types import FunctionType
 from typing import Any
 
 from ..errors import FormatError, LoadError
@@ -24,7 +25,7 @@ from .fill import Filler, allocate
 from ..format.forms import Batch, Record, target
 from ..model.generated import GENERATED
 from ..checks.limits import check_records
-from ..checks.loadcheck import bound_hook, describe
+from ..checks.loadcheck import bound_hook, class_attribute, describe
 from .plans import InstancePlan, plan_for, release_plans
 from .protocol import ALL, Schedule, plan_names, schedule_of, step_of
 from .readers import Gates
@@ -281,14 +282,25 @@ class Loader:
 
     def run_loaded_hooks(self, indices: list[int]) -> None:
         objs = self.objs
+        cls: Any = None
+        function: Any = None     # the class's hook when it is a plain function
+        args: tuple[Any, ...]
         for i in indices:
             obj = objs[i]
-            hook = bound_hook(obj, "__autosave_loaded__")
-            if hook is None:        # the plan saw one on the class: never from the file
-                raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ is not a "
-                                f"method of its class")
+            if type(obj) is not cls:      # objects of a class come in runs: looked up once
+                cls = type(obj)
+                function = class_attribute(cls, "__autosave_loaded__")
+                if type(function) is not FunctionType:
+                    function = None
+            if function is not None:
+                hook, args = function, (obj,)
+            else:
+                hook, args = bound_hook(obj, "__autosave_loaded__"), ()
+                if hook is None:    # the plan saw one on the class: never from the file
+                    raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ is not "
+                                    f"a method of its class")
             try:
-                hook()
+                hook(*args)
             except Exception as e:
                 raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ failed: "
                                 f"{describe(e)}") from e

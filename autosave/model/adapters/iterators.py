@@ -55,7 +55,7 @@ def _position(name: str, it: Any, seq: Any, index: int, reverse: bool) -> None:
         # a saved position is never below that (a reverse iterator over an empty
         # sequence, or one that gave its last item, is at -1): a forged file's
         raise FormatError(f"a {name} record's position {index} is negative")
-    base = next((b for b in _BASES if isinstance(seq, b)), None)
+    base = list if type(seq) is list else next((b for b in _BASES if isinstance(seq, b)), None)
     # the base type's length, as the iterator's own __setstate__ reads it
     short = index - (len(seq) if base is None else base.__len__(seq)) + (1 if reverse else 0)
     if short > MAX_ITERATOR_GAP:
@@ -163,7 +163,7 @@ class RangeIteratorAdapter(Adapter):
 
     def build(self, vals):
         start, stop, step = vals[1:]
-        if not all(type(v) is int for v in (start, stop, step)):
+        if type(start) is not int or type(stop) is not int or type(step) is not int:
             raise ValueError("a range iterator record holds ints")
         return iter(range(start, stop, step))
 
