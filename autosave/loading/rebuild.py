@@ -261,18 +261,21 @@ class Loader:
         # Unless other objects are unfinished too, what these wait for is done: their
         # plans' fills wait for objects of other kinds (a list iterator, for its list).
         others = len(unfinished) > len(after)
-        for i, vals in after:
-            self.current = i
-            rec = records[i]
-            plan = plans[rec[0]]
-            if not others or self.blocker(rec, plan.fill_finished, i, False, False,
-                                          True) is None:
-                plan.fill(objs[i], vals)
-                unfinished.discard(i)
-            else:
-                deferred.append(i)
+        i = None
+        try:
+            for i, vals in after:
+                rec = records[i]
+                plan = plans[rec[0]]
+                if not others or self.blocker(rec, plan.fill_finished, i, False, False,
+                                              True) is None:
+                    plan.fill(objs[i], vals)
+                    unfinished.discard(i)
+                else:
+                    deferred.append(i)
+        except BaseException:
+            self.current = i               # the record the error is about
+            raise
         self.after_batches = []
-        self.current = None
 
     def check_unset_markers(self) -> None:
         consumed = sum(getattr(p, "unset_slots", 0) for p in self.plans)

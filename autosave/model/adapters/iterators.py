@@ -128,6 +128,8 @@ class ListIteratorAdapter(Adapter):
 
     def build(self, vals):
         seq, index = vals[1:]
+        if type(seq) is list:               # the common case, checked in full below
+            return self.make(seq)           # the position is checked by fill
         if type(index) is not int:
             raise ValueError("an iterator record holds an int position")
         if seq is None:
@@ -139,9 +141,12 @@ class ListIteratorAdapter(Adapter):
         return self.make(seq)
 
     def fill(self, obj, vals):
-        seq = vals[1]
-        if seq is not None:
-            _position(self.name, obj, seq, vals[2], self.reverse)
+        seq, index = vals[1], vals[2]
+        if type(seq) is list and type(index) is int and (
+                0 <= index <= len(seq) if not self.reverse else -1 <= index < len(seq)):
+            obj.__setstate__(index)         # within the list: nothing to check further
+        elif seq is not None:
+            _position(self.name, obj, seq, index, self.reverse)
 
     def create(self, rec, vals):
         obj = self.build(vals)
