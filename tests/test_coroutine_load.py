@@ -232,11 +232,13 @@ def test_a_forged_position_is_refused(kind, position):
 @pytest.mark.parametrize("seq, steps", [((), 0), ([], 0), ([1], 1)])
 def test_reverse_iterators_saved_at_minus_one_load(seq, steps):
     """A reverse iterator over an empty sequence, or a list's that gave its last item,
-    is saved at position -1: the one negative position a save holds."""
+    may be saved at position -1: the one negative position a save holds."""
     r = reversed(seq)
     for _ in range(steps):
         next(r)
-    assert r.__reduce__()[2] == -1
+    reduced = r.__reduce__()
+    # until 3.13 a list's reverse iterator kept its list at -1; 3.13 releases it
+    assert reduced[2] == -1 if len(reduced) > 2 else reduced[1] in (((),), ([],))
     assert list(autosave.loads(autosave.dumps(r))) == []
 
 
