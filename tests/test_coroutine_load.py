@@ -363,3 +363,96 @@ def test_loading_many_coroutines_defers_none_of_them(game, monkeypatch):
     loaded = autosave.loads(autosave.dumps(state))
     assert entered == []
     assert [play(n.brain) for n in loaded] == [play(g) for g in natives]
+
+
+# -- forged mutations of a real save -----------------------------------------------------
+
+JUNK = st.one_of(st.none(), st.booleans(), st.integers(-3, 2 ** 40), st.floats(allow_nan=False),
+                 st.text(max_size=12), st.binary(max_size=4),
+                 st.sampled_from(["<start>", "<done>", "iter@", "with@1", "v_total", "total"]),
+                 st.integers(-40, 40).map(lambda i: [i]))      # a reference, maybe bad
+
+
+def outcome(data, calls):
+    """What loading ``data`` gives: ('ok', what the loaded coroutines play) or
+    ('refused', the error's class); any other exception escapes (a defect). ``calls``
+    must stay empty while the load runs: no method of the game's runs."""
+    from autosave.errors import LoadError
+    calls.clear()
+    try:
+        loaded = autosave.loads(data)
+    except LoadError as e:
+        assert calls == []
+        return ("refused", type(e).__name__)
+    assert calls == []
+    plays = []
+    for npc in loaded if type(loaded) is list else ():
+        brain = getattr(npc, "brain", None)
+        if type(brain).__name__ == "walk":
+            try:
+                plays.append(play(brain, 30))
+            except Exception as e:         # the game's own code on what the file holds
+                plays.append(type(e).__name__)
+    return ("ok", repr(plays))
+
+
+@given(edits=st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 30), JUNK),
+                      min_size=1, max_size=4))
+@settings(max_examples=120, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+def test_forged_coroutine_and_iterator_records_are_refused_or_load_alike(game, edits):
+    """Random values planted in the coroutine and iterator records of a real save: the
+    load refuses them with a LoadError or loads, the same way with the C and the Python
+    loops, and no method of the game's list subclass (or any code) runs meanwhile."""
+    items = game.Sneaky([1, 2, 3])
+    npc = game.Npc("a", items, [4, 5])
+    npc.brain = game.walk(items, [4, 5])
+    for _ in range(3):
+        next(npc.brain)
+    types, records, root, unset, closes, batches = decode(autosave.dumps([npc]))
+    kinds = {i for i, t in enumerate(types) if t[0] in (
+        "autosave.coroutine", "builtins.list_iterator", "builtins.list_reverseiterator",
+        "builtins.enumerate", "builtins.range_iterator")}
+    targets = [r for r in records if r[0] in kinds]
+    for i, c in enumerate(closes):
+        if c:
+            records[i][0] = ~records[i][0]
+    for which, pos, junk in edits:
+        rec = targets[which % len(targets)]
+        rec[1 + pos % (len(rec) - 1)] = junk
+    data = encode(types, records, root, batches)
+    by_c = outcome(data, game.CALLS)
+    with python_loops():
+        assert outcome(data, game.CALLS) == by_c
+
+
+def played(npc, limit=8):
+    """What npc's coroutine yields from here (npc itself shown as "npc"), and how it
+    ends: its return, or the type of the exception it raises."""
+    out = []
+    for _ in range(limit):
+        try:
+            value = next(npc.brain)
+        except StopIteration as e:
+            out.append(("return", e.value))
+            break
+        except Exception as e:
+            out.append(type(e).__name__)
+            break
+        out.append(repr(value).replace(repr(npc), "npc"))
+    return out
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 3])
+def test_a_loop_over_a_list_holding_its_own_coroutine(game, steps):
+    """The list a loop iterates holds the coroutine's owner (a cycle through the
+    iterator): it loads, and plays on as the saved one does."""
+    items = []
+    npc = game.Npc("a", items, [2])
+    npc.brain = game.walk(items, [2])
+    items.extend([1, 3, npc])
+    for _ in range(steps):
+        next(npc.brain)
+    loaded = autosave.loads(autosave.dumps([npc, items]))
+    assert loaded[0].items is loaded[1] and loaded[1][2] is loaded[0]
+    assert played(loaded[0], 12) == played(npc, 12)
