@@ -104,6 +104,40 @@ class CoroutineAdapter(Adapter):
         return obj
 
 
+    def record_reader(self, objs):
+        """``create`` from the record itself, for a load whose built objects are
+        ``objs`` (the loader's, in index order, so a reference ``[j]`` is ``objs[j]``,
+        and ``objs[-k]`` the k-th before): only the function and the values are
+        resolved; the label and names are read as the record holds them. An
+        ``IndexError`` (a reference ahead) sends the record to the loader's general
+        path."""
+        create = self.create
+
+        def from_record(rec):
+            if len(rec) < 3 or len(rec) % 2 == 0:
+                raise ValueError("a coroutine record holds a function, a label and "
+                                 "name/value pairs")
+            fn = rec[1]
+            if fn.__class__ is list:
+                fn = objs[fn[0]]
+            if type(fn) is types.FunctionType:   # hashed by identity: no code runs
+                layouts = _LAYOUTS.get(fn)
+                if layouts is not None:
+                    try:
+                        layout = layouts.get((rec[2], tuple(rec[3::2])))
+                    except TypeError:            # a reference in place of a name
+                        raise ValueError("a coroutine's label and local names are "
+                                         "strings") from None
+                    if layout is not None:
+                        obj = _new(layout.placeholder)
+                        layout.fill(obj, [objs[v[0]] if v.__class__ is list else v
+                                          for v in rec[4::2]])
+                        return obj
+            return create(rec, [objs[v[0]] if v.__class__ is list else v for v in rec])
+
+        return from_record
+
+
 _new = object.__new__
 
 

@@ -125,10 +125,17 @@ class Step(NamedTuple):
                                # (a shallow fill while they are not filled yet)
 
 
-def step_of(plan: Any, schedule: Schedule, batches_unfilled: bool) -> Step:
+def step_of(plan: Any, schedule: Schedule, batches_unfilled: bool,
+            objs: list[Any] | None = None) -> Step:
+    """``objs``: the load's built objects, for a plan that reads its records itself
+    (``record_reader(objs)``: a create-from-record bound to them, as generated code's)."""
     after_batches = (batches_unfilled and schedule.shallow and not schedule.mutable
                      and schedule.has_fill and schedule.waits_to_build(True) is None)
+    from_record = getattr(plan, "create_from_record", None)
+    reader = getattr(plan, "record_reader", None)
+    if from_record is None and reader is not None and objs is not None:
+        from_record = reader(objs)
     return Step(plan, schedule.mutable, plan.fill if schedule.has_fill else None,
                 schedule.waits_to_fill(batches_unfilled), schedule.has_loaded_hook,
-                getattr(plan, "create", None), getattr(plan, "create_from_record", None),
+                getattr(plan, "create", None), from_record,
                 schedule.waits_to_build(batches_unfilled), schedule, after_batches)

@@ -126,7 +126,8 @@ class Loader:
         self.deferred = deferred
         unfilled = first            # batch objects: not filled while records are built
         # plain tuples: CPython unpacks an exact tuple fastest (a Step names the fields)
-        steps = [tuple(step_of(p, s, bool(first))) for p, s in zip(self.plans, self.schedules)]
+        steps = [tuple(step_of(p, s, bool(first), objs))
+                 for p, s in zip(self.plans, self.schedules)]
         append = objs.append
         closes_cycle = self.closes_cycle
         general = self.general_record
