@@ -7,7 +7,10 @@ objects with three calls, and describes itself with a handful of facts that deci
 
 * ``allocate(rec)`` an empty object, for a mutable type, filled later;
 * ``build(vals)`` the object from its record's values (immutable types);
-* ``fill(obj, vals)`` completes what ``allocate`` made.
+* ``fill(obj, vals)`` completes what ``allocate`` made;
+* optionally ``record_reader(objs)``: a create-from-record bound to the load's built
+  objects, which resolves what it needs of a record itself (a coroutine record's
+  function and values, not its names).
 
 Plans declare the facts as attributes (an adapter's class attributes, see
 ``adapters.base.Adapter``); ``schedule_of`` reads them here, once per plan, into a
