@@ -67,6 +67,21 @@ class Probe:
         self.it, self.seq = state["it"], state["seq"]
         self.seen = (self.it.__reduce__(), list(self.seq))
 
+@autosave.coroutine
+def guarded():
+    try:
+        yield "body"
+    finally:
+        yield "cleanup"
+
+class Eq:
+    """Compares equal to nothing, and records that its __eq__ ran."""
+    def __eq__(self, other):
+        CALLS.append("eq")
+        return False
+
+    __hash__ = object.__hash__
+
 class Sneaky(list):
     """A list whose own methods record that they ran."""
     def __iter__(self):
@@ -458,3 +473,20 @@ def test_a_loop_over_a_list_holding_its_own_coroutine(game, steps):
     loaded = autosave.loads(autosave.dumps([npc, items]))
     assert loaded[0].items is loaded[1] and loaded[1][2] is loaded[0]
     assert played(loaded[0], 12) == played(npc, 12)
+
+
+def test_a_forged_pending_jump_is_refused_without_comparing_it(game, monkeypatch):
+    """A pending finally outcome whose jump kind is an object of the game's: refused
+    before it is compared with the kinds (its class's __eq__ never runs)."""
+    import autosave.coroutines.adapter as adapter
+    c = game.guarded()
+    next(c)
+    assert c.throw(ValueError("v")) == "cleanup"
+    attr = next(a for saved, a in c._spec.saved[c._state] if saved.startswith("pending"))
+    c.__dict__[attr] = (game.Eq(),)
+    monkeypatch.setattr(adapter, "_check_saved_hidden", lambda *a: None)   # a hostile writer
+    data = autosave.dumps([c])
+    game.CALLS.clear()
+    with pytest.raises(FormatError, match="pending"):
+        autosave.loads(data)
+    assert game.CALLS == []

@@ -385,7 +385,8 @@ def _is_pending(value):
     """What a ``finally`` holds while it runs: None, a jump, or an exception."""
     if value is None or isinstance(value, BaseException):
         return True
-    return (type(value) is tuple and 1 <= len(value) <= 2
+    # the jump's kind is an exact str before it is compared: no class's __eq__ runs
+    return (type(value) is tuple and 1 <= len(value) <= 2 and type(value[0]) is str
             and value[0] in ("return", "break", "continue")
             and (len(value) == 2) == (value[0] == "return"))
 
