@@ -17,8 +17,11 @@ lacks that has a default (added since) gets its default.
 
 import itertools
 import types
+from types import CellType
+from typing import Any
 
 
+from ..format import kernels
 from ..model.adapters.base import ADAPTERS_BY_TYPE, Adapter, register_adapter
 from ..model.adapters.callables import GLOBAL
 from ..model.advice import local_coroutine
@@ -34,24 +37,30 @@ class CoroutineAdapter(Adapter):
     name = "autosave.coroutine"
     types = ()
     mutable, has_fill, has_loaded_hook = True, True, True
+    # its fill keeps references and reads their types only (the hidden locals' checks):
+    # it goes in its turn, never held back until the batch objects are filled
+    reads_parts = False
 
     def parts(self, obj):
         spec = obj._spec
         state = obj._state
-        if state == RUNNING:
-            raise SaveError(f"coroutine {obj.__qualname__}() is running: the save was taken "
-                            f"inside its own step; save between steps")
-        if "<locals>" in spec.ref.__qualname__:
-            raise SaveError(local_coroutine(spec.ref.__module__, spec.ref.__qualname__))
-        out = [spec.ref, spec.labels[state]]
+        plan = _SAVE_PLANS.get((spec, state))
+        if plan is None:
+            if state == RUNNING:
+                raise SaveError(f"coroutine {obj.__qualname__}() is running: the save was "
+                                f"taken inside its own step; save between steps")
+            plan = _save_plan(spec, state)
+        label, entries = plan
+        out = [spec.ref, label]
+        append = out.append
         d = obj.__dict__
-        for saved, attr in spec.saved[state]:
+        for saved, attr, check in entries:
             value = d[attr]
-            if value is not UNBOUND:
-                if "@" in saved:
-                    _check_saved_hidden(spec, spec.labels[state], saved, value)
-                out.append(saved)
-                out.append(value)
+            if value is not UNBOUND:         # unbound locals are left out
+                if check is not None and type(value) not in check[0] and not check[1](value):
+                    _check_saved_hidden(spec, label, saved, value)      # raises
+                append(saved)
+                append(value)
         return out
 
     def labels(self, parts):
@@ -68,57 +77,204 @@ class CoroutineAdapter(Adapter):
         return Loading.__new__(Loading)
 
     def fill(self, obj, vals):
-        fn, label = vals[1], vals[2]
-        spec = coroutine_spec(fn)
-        if type(label) is not str:
-            raise ValueError("a coroutine's label is a string")
-        state = resume_state(spec, label)
+        layout = layout_of(vals)
+        layout.fill(obj, vals[4::2])
+        obj.__class__ = layout.placeholder
+
+    def create(self, rec, vals):
+        if len(rec) < 3 or len(rec) % 2 == 0:
+            raise ValueError("a coroutine record holds a function, a label and name/value pairs")
+        fn = vals[1]
+        layout = None
+        if type(fn) is types.FunctionType:   # hashed by identity: no class's __hash__ runs
+            layouts = _LAYOUTS.get(fn)
+            if layouts is not None:
+                # Looked up by the record's own label and names: inline values of
+                # msgpack's types (a reference is a list, which no key holds), so the
+                # lookup runs no code; a layout is only made from exact strs.
+                try:
+                    layout = layouts.get((rec[2], tuple(rec[3::2])))
+                except TypeError:            # a reference in place of a name
+                    raise ValueError("a coroutine's label and local names are strings") \
+                        from None
+        if layout is None:
+            layout = layout_of(vals)
+        obj = _new(layout.placeholder)
+        layout.fill(obj, vals[4::2])
+        return obj
+
+
+    def record_reader(self, objs):
+        """``create`` from the record itself, for a load whose built objects are
+        ``objs`` (the loader's, in index order, so a reference ``[j]`` is ``objs[j]``,
+        and ``objs[-k]`` the k-th before): only the function and the values are
+        resolved; the label and names are read as the record holds them. An
+        ``IndexError`` (a reference ahead) sends the record to the loader's general
+        path."""
+        create = self.create
+
+        def from_record(rec):
+            if len(rec) < 3 or len(rec) % 2 == 0:
+                raise ValueError("a coroutine record holds a function, a label and "
+                                 "name/value pairs")
+            fn = rec[1]
+            if fn.__class__ is list:
+                fn = objs[fn[0]]
+            if type(fn) is types.FunctionType:   # hashed by identity: no code runs
+                layouts = _LAYOUTS.get(fn)
+                if layouts is not None:
+                    try:
+                        layout = layouts.get((rec[2], tuple(rec[3::2])))
+                    except TypeError:            # a reference in place of a name
+                        raise ValueError("a coroutine's label and local names are "
+                                         "strings") from None
+                    if layout is not None:
+                        obj = _new(layout.placeholder)
+                        layout.fill(obj, [objs[v[0]] if v.__class__ is list else v
+                                          for v in rec[4::2]])
+                        return obj
+            return create(rec, [objs[v[0]] if v.__class__ is list else v for v in rec])
+
+        return from_record
+
+
+_new = object.__new__
+
+
+# (spec, state) -> (label, [(saved name, frame attribute, hidden local's check)])
+_SAVE_PLANS: dict[tuple[object, int], tuple[str, list[tuple[str, str, Any]]]] = {}
+
+
+def _save_plan(spec, state):
+    """What a save of a coroutine of ``spec`` parked at ``state`` writes, decided once:
+    its label, and each saved name, its frame attribute and, for a hidden local a load
+    types, (the types it accepts outright, its check)."""
+    if "<locals>" in spec.ref.__qualname__:
+        raise SaveError(local_coroutine(spec.ref.__module__, spec.ref.__qualname__))
+    entries = [(saved, attr, (_quick(_kind(saved)), _HIDDEN_KINDS[_kind(saved)][1])
+                if "@" in saved and _kind(saved) in _HIDDEN_KINDS else None)
+               for saved, attr in spec.saved[state]]
+    plan = _SAVE_PLANS[spec, state] = (spec.labels[state], entries)
+    return plan
+
+
+def _quick(kind):
+    """The types a hidden local of ``kind`` holds that its check accepts outright."""
+    return PASSIVE_ITERATORS if kind in ("iter", "from") else frozenset()
+
+
+# -- the load's decisions, by name: the fill above and the release gate both use them ----
+
+MAX_LAYOUTS = 256       # layouts kept per function: a file may hold any names at all
+CELLS = "cells@"        # frame entry: attributes holding a saved cell to unwrap on load
+
+
+# decorated function -> {(label, names): _Layout}; a function is hashed by identity
+_LAYOUTS: dict[types.FunctionType, dict[tuple[str, tuple[str, ...]], "_Layout"]] = {}
+
+
+def layout_of(vals):
+    """The ``_Layout`` of a coroutine record's built values (function, label, then
+    name/value pairs): found by the function and the names, made on first sight."""
+    fn, label = vals[1], vals[2]
+    names = tuple(vals[3::2])
+    # str only, before they are hashed as a key (no class's __hash__ runs)
+    if type(label) is not str or not all(type(n) is str for n in names):
+        raise ValueError("a coroutine's label and local names are strings")
+    if type(fn) is types.FunctionType:    # hashed by identity: no class's __hash__ runs
+        layouts = _LAYOUTS.get(fn)
+        if layouts is not None:
+            layout = layouts.get((label, names))
+            if layout is not None:
+                return layout
+    spec = coroutine_spec(fn)
+    layout = _Layout(spec, label, names)
+    if type(fn) is types.FunctionType:
+        layouts = _LAYOUTS.setdefault(fn, {})
+        if len(layouts) < MAX_LAYOUTS:
+            layouts[label, names] = layout
+    return layout
+
+
+class _Layout:
+    """How the records of one function, label and sequence of saved names fill a frame:
+    everything about them that does not depend on the values, decided once (the
+    function's resume point, each name's frame attribute, the hidden locals to type,
+    the parameters' defaults, the cells to make)."""
+
+    def __init__(self, spec, label, names):
+        self.spec, self.label = spec, label
+        state = self.state = resume_state(spec, label)
         slots = spec.slots[state]
-        d = obj.__dict__
-        if state != DONE:
-            for attr in spec.frame:
-                d[attr] = UNBOUND
+        attrs, keep, hidden, cells, plain = [], [], [], [], []
         found = set()
-        for i in range(3, len(vals), 2):
-            saved, value = vals[i], vals[i + 1]
-            if type(saved) is not str:
-                raise ValueError("a coroutine's local names are strings")
+        for pos, saved in enumerate(names):
             slot = slots.get(saved)
             if slot is None:
                 continue                   # no longer live there: dropped
+            if saved in found:             # the last value of a name repeated wins
+                pos_before = keep[attrs.index(slot[0])]
+                keep.remove(pos_before)
+                attrs.remove(slot[0])
             attr, _, holds_cell = slot
-            if "@" in saved:
-                check_hidden(spec, label, saved, value)
-            if holds_cell and type(value) is not types.CellType:
-                value = types.CellType(value)
-            elif not holds_cell and type(value) is types.CellType:
-                value = _cell_value(value)
-            d[attr] = value
+            attrs.append(attr)
+            keep.append(pos)
             found.add(saved)
+            if "@" in saved and _kind(saved) in _HIDDEN_KINDS:
+                hidden.append((pos, saved, _quick(_kind(saved)),
+                               _HIDDEN_KINDS[_kind(saved)][1]))
+            (cells if holds_cell else plain).append(attr)
+        self.dropped = len(keep) != len(names)
+        self.keep, self.attrs = keep, tuple(attrs)
+        self.hidden, self.cells, self.plain = hidden, cells, plain
+        self.defaults = []
         for saved, default in spec.param_defaults.items():
             slot = slots.get(saved)
             if slot is not None and saved not in found:
-                d[slot[0]] = types.CellType(default) if slot[2] else default
+                self.defaults.append((slot[0], default, slot[2]))
                 found.add(saved)
         missing = missing_local(spec, state, found)
         if missing is not None:
             raise IncompatibleSaveError(
                 f"coroutine {spec.qualified_name} at label {label!r} needs the local "
                 f"{missing!r}, which the save does not hold")
-        for saved, (attr, _, holds_cell) in slots.items():
-            if saved not in found and holds_cell:
-                d[attr] = types.CellType()
-        obj.__qualname__ = spec.qualname
-        obj._state = state
-        obj.__class__ = spec.placeholder
+        self.empty_cells = tuple(attr for saved, (attr, _, holds_cell) in slots.items()
+                                 if saved not in found and holds_cell)
+        self.unbound = dict.fromkeys(spec.frame, UNBOUND) if state != DONE else None
+        self.placeholder, self.qualname = spec.placeholder, spec.qualname
 
-    def create(self, rec, vals):
-        obj = self.allocate(rec)
-        self.fill(obj, vals)
-        return obj
+    def fill(self, obj, values):
+        """Fill frame ``obj`` (of the placeholder class) from the values saved under
+        this layout's names. It reads the values' types only: what they hold may not be
+        filled yet (a list a loop iterates is filled after the records)."""
+        for pos, saved, quick, accepts in self.hidden:
+            value = values[pos]
+            if type(value) not in quick and not accepts(value):
+                check_hidden(self.spec, self.label, saved, value)      # raises
+        d = obj.__dict__
+        if self.unbound is not None:
+            d.update(self.unbound)
+        if self.dropped:
+            values = [values[pos] for pos in self.keep]
+        d.update(zip(self.attrs, values))
+        for attr in self.cells:
+            if type(d[attr]) is not CellType:
+                d[attr] = CellType(d[attr])
+        if self.plain and CellType in kernels.kinds(values):
+            # a local saved as a cell that is a plain local now: its contents, read once
+            # the cell is filled (Loading.__autosave_loaded__)
+            d[CELLS] = tuple(attr for attr in self.plain if type(d[attr]) is CellType)
+        for attr, default, holds_cell in self.defaults:
+            d[attr] = CellType(default) if holds_cell else default
+        for attr in self.empty_cells:
+            d[attr] = CellType()
+        obj.__qualname__ = self.qualname
+        obj._state = self.state
 
 
-# -- the load's decisions, by name: the fill above and the release gate both use them ----
+def _kind(saved):
+    return saved.partition("@")[0].rstrip("0123456789")
+
 
 def coroutine_spec(fn):
     """The CoroutineSpec of the function a record names (resolved already), or the
@@ -229,7 +385,8 @@ def _is_pending(value):
     """What a ``finally`` holds while it runs: None, a jump, or an exception."""
     if value is None or isinstance(value, BaseException):
         return True
-    return (type(value) is tuple and 1 <= len(value) <= 2
+    # the jump's kind is an exact str before it is compared: no class's __eq__ runs
+    return (type(value) is tuple and 1 <= len(value) <= 2 and type(value[0]) is str
             and value[0] in ("return", "break", "continue")
             and (len(value) == 2) == (value[0] == "return"))
 
@@ -245,8 +402,7 @@ _HIDDEN_KINDS = {
 
 
 def check_hidden(spec, label, saved, value):
-    kind = saved.partition("@")[0].rstrip("0123456789")
-    found = _HIDDEN_KINDS.get(kind)
+    found = _HIDDEN_KINDS.get(_kind(saved))
     if found is None:
         return                      # tmp@...: a hoisted operand, any value
     what, accepts = found
@@ -266,10 +422,3 @@ def _check_saved_hidden(spec, label, saved, value):
                "calls a function of the game's as it goes" if saved.startswith(("iter@", "from@"))
                else "keep the object the game's own")
         raise SaveError(f"{e}; {fix}") from None
-
-
-def _cell_value(cell):
-    try:
-        return cell.cell_contents
-    except ValueError:
-        return UNBOUND

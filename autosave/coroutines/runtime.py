@@ -277,6 +277,16 @@ class Loading(Coroutine):
     __slots__ = ()
 
     def __autosave_loaded__(self):
+        # a local saved in a cell that is a plain local now holds the cell's contents,
+        # read now that the cell is filled (coroutines/adapter.py)
+        cells = self.__dict__.pop("cells@", None)
+        if cells is not None:
+            d = self.__dict__
+            for attr in cells:
+                try:
+                    d[attr] = d[attr].cell_contents
+                except ValueError:
+                    d[attr] = UNBOUND
         self.__class__ = self._real
 
 

@@ -7,7 +7,10 @@ objects with three calls, and describes itself with a handful of facts that deci
 
 * ``allocate(rec)`` an empty object, for a mutable type, filled later;
 * ``build(vals)`` the object from its record's values (immutable types);
-* ``fill(obj, vals)`` completes what ``allocate`` made.
+* ``fill(obj, vals)`` completes what ``allocate`` made;
+* optionally ``record_reader(objs)``: a create-from-record bound to the load's built
+  objects, which resolves what it needs of a record itself (a coroutine record's
+  function and values, not its names).
 
 Plans declare the facts as attributes (an adapter's class attributes, see
 ``adapters.base.Adapter``); ``schedule_of`` reads them here, once per plan, into a
@@ -39,6 +42,8 @@ class Schedule:
     build_slice: slice         # the parts a build needs built
     build_finished: slice | None   # parts that must be finished (filled) before build
     fill_finished: slice | None    # parts that must be finished before fill
+    shallow: bool              # fill_finished parts need only be filled themselves, not
+                               # what they hold (a list iterator reads its list's length)
     hashing: Hashing           # what hashing one of its objects visits
     c_dealloc_levels: int      # 0, or the C stack one nesting level takes to free
                                # (CPython frees it by unchecked C recursion)
@@ -95,6 +100,7 @@ def _read_schedule(plan: Any) -> Schedule:
         build_slice=getattr(plan, "build_slice", ALL),
         build_finished=plan.build_finished,
         fill_finished=plan.fill_finished,
+        shallow=bool(getattr(plan, "shallow", False)),
         hashing=_HASHING[getattr(plan, "hash_kind", 0)],
         c_dealloc_levels=0 if dealloc is False else int(dealloc),
     )
@@ -118,10 +124,21 @@ class Step(NamedTuple):
     from_record: Any           # generated code's create-from-record, or None
     build_waits: slice | None  # parts a build must find finished
     schedule: Schedule
+    after_batches: bool        # built in its turn, filled once the batch objects are
+                               # (a shallow fill while they are not filled yet)
 
 
-def step_of(plan: Any, schedule: Schedule, batches_unfilled: bool) -> Step:
+def step_of(plan: Any, schedule: Schedule, batches_unfilled: bool,
+            objs: list[Any] | None = None) -> Step:
+    """``objs``: the load's built objects, for a plan that reads its records itself
+    (``record_reader(objs)``: a create-from-record bound to them, as generated code's)."""
+    after_batches = (batches_unfilled and schedule.shallow and not schedule.mutable
+                     and schedule.has_fill and schedule.waits_to_build(True) is None)
+    from_record = getattr(plan, "create_from_record", None)
+    reader = getattr(plan, "record_reader", None)
+    if from_record is None and reader is not None and objs is not None:
+        from_record = reader(objs)
     return Step(plan, schedule.mutable, plan.fill if schedule.has_fill else None,
                 schedule.waits_to_fill(batches_unfilled), schedule.has_loaded_hook,
-                getattr(plan, "create", None), getattr(plan, "create_from_record", None),
-                schedule.waits_to_build(batches_unfilled), schedule)
+                getattr(plan, "create", None), from_record,
+                schedule.waits_to_build(batches_unfilled), schedule, after_batches)

@@ -14,9 +14,9 @@
 
 from __future__ import annotations
 
-from collections import deque
 from itertools import islice, repeat
 from operator import is_
+from types import FunctionType
 from typing import Any
 
 from ..errors import FormatError, LoadError
@@ -24,19 +24,11 @@ from .fill import Filler, allocate
 from ..format.forms import Batch, Record, target
 from ..model.generated import GENERATED
 from ..checks.limits import check_records
-from ..checks.loadcheck import bound_hook, describe
+from ..checks.loadcheck import bound_hook, class_attribute, describe
 from .plans import InstancePlan, plan_for, release_plans
-from .protocol import ALL, Schedule, plan_names, schedule_of, step_of
-from .readers import Gates
+from .protocol import ALL, plan_names, schedule_of, step_of
+from .deferred import MISSING, Deferred
 from ..model.reconstructors import CHECKED
-
-
-class _Missing:
-    def __repr__(self):
-        return "<not built yet>"
-
-
-MISSING = _Missing()
 
 
 def _has_missing(vals):
@@ -87,6 +79,9 @@ class Loader:
         self.filler = Filler(self.plans, batches, self.objs, MISSING)
         self.current: int | None = None
         self.forwarded_missing = False   # forward() gave MISSING: vals may hold it
+        # (index, values) of records whose fill waits, shallowly, for batch objects only
+        # so far: filled as soon as the batches are (fill_batches), never deferred then
+        self.after_batches: list[tuple[int, list[Any]]] = []
 
     def release(self):
         """A plan keeps its own bound methods (``fill``, ``create``): a cycle per class.
@@ -122,16 +117,19 @@ class Loader:
         self.deferred = deferred
         unfilled = first            # batch objects: not filled while records are built
         # plain tuples: CPython unpacks an exact tuple fastest (a Step names the fields)
-        steps = [tuple(step_of(p, s, bool(first))) for p, s in zip(self.plans, self.schedules)]
+        steps = [tuple(step_of(p, s, bool(first), objs))
+                 for p, s in zip(self.plans, self.schedules)]
         append = objs.append
         closes_cycle = self.closes_cycle
         general = self.general_record
+        after_batches = self.after_batches
         has_missing = False
         i = first
         try:
             for i, rec in enumerate(records, first):
                 step = steps[rec[0]]
-                plan, mutable, fill, fill_waits, hook, create, from_record, build_waits, _ = step
+                plan, mutable, fill, fill_waits, hook, create, from_record, build_waits, _, \
+                    after = step
                 if from_record is not None and not closes_cycle[i] and not has_missing \
                         and not (early and i in early):
                     try:
@@ -142,7 +140,7 @@ class Loader:
                         if hook:
                             hooks.append(i)
                         continue
-                vals = None
+                vals: Any = None
                 if closes_cycle[i]:
                     slow = True                 # refers to a later record: resolve below
                 else:
@@ -152,6 +150,15 @@ class Loader:
                     except IndexError:          # an unmarked forward reference
                         slow = True
                 if not slow and not (early and i in early):
+                    if after:
+                        # built now; filled once the batch objects are (its fill reads
+                        # one's length): waits as unfinished meanwhile
+                        append(plan.build(vals))
+                        unfinished.add(i)
+                        after_batches.append((i, vals))
+                        if hook:
+                            hooks.append(i)
+                        continue
                     # nothing to wait for: made in one call
                     if create is not None and (fill_waits is None or not (unfinished or unfilled)):
                         append(create(rec, vals))
@@ -178,7 +185,7 @@ class Loader:
         finished: allocated, built or deferred, then filled or deferred. Returns whether
         objects may now be missing (a record deferred before it was built)."""
         objs, unfinished, unfilled = self.objs, self.unfinished, self.unfilled
-        plan, mutable, fill, fill_waits, hook, _, _, build_waits, schedule = step
+        plan, mutable, fill, fill_waits, hook, _, _, build_waits, schedule, _ = step
         maybe_missing = False
         if slow:
             forward, built = self.forward, len(objs)
@@ -203,11 +210,16 @@ class Loader:
             obj = plan.build(vals)
             objs.append(obj)
         if fill is not None:
-            if (maybe_missing and _has_missing(vals)) or (
-                    fill_waits is not None and waiting
-                    and self.blocker(rec, fill_waits, i, hashes, deep) is not None):
+            if maybe_missing and _has_missing(vals):
                 unfinished.add(i)
                 self.deferred.append(i)
+            elif fill_waits is not None and waiting and (self.blocker(
+                    rec, fill_waits, i, hashes, deep, schedule.shallow) is not None):
+                unfinished.add(i)
+                if schedule.shallow and unfilled:
+                    self.after_batches.append((i, vals))
+                else:
+                    self.deferred.append(i)
             else:
                 fill(obj, vals)
                 if unfinished:
@@ -230,6 +242,32 @@ class Loader:
         # Code that runs on load never sees the loader's placeholder: an object
         # waiting for a value shows without it, as pickle shows one on a cycle.
         filler.hide_missing()
+        self.fill_after_batches(deferred)
+
+    def fill_after_batches(self, deferred: list[int]) -> None:
+        """Fill the records that waited for batch objects only (``Schedule.shallow``:
+        they read a batch object's length, not what it holds), now that the batches
+        are filled; those whose objects still wait for records join ``deferred``."""
+        records, objs, unfinished, plans = self.records, self.objs, self.unfinished, self.plans
+        after = self.after_batches
+        # Unless other objects are unfinished too, what these wait for is done: their
+        # plans' fills wait for objects of other kinds (a list iterator, for its list).
+        others = len(unfinished) > len(after)
+        i = None
+        try:
+            for i, vals in after:
+                rec = records[i]
+                plan = plans[rec[0]]
+                if not others or self.blocker(rec, plan.fill_finished, i, False, False,
+                                              True) is None:
+                    plan.fill(objs[i], vals)
+                    unfinished.discard(i)
+                else:
+                    deferred.append(i)
+        except BaseException:
+            self.current = i               # the record the error is about
+            raise
+        self.after_batches = []
 
     def check_unset_markers(self) -> None:
         consumed = sum(getattr(p, "unset_slots", 0) for p in self.plans)
@@ -239,14 +277,25 @@ class Loader:
 
     def run_loaded_hooks(self, indices: list[int]) -> None:
         objs = self.objs
+        cls: Any = None
+        function: Any = None     # the class's hook when it is a plain function
+        args: tuple[Any, ...]
         for i in indices:
             obj = objs[i]
-            hook = bound_hook(obj, "__autosave_loaded__")
-            if hook is None:        # the plan saw one on the class: never from the file
-                raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ is not a "
-                                f"method of its class")
+            if type(obj) is not cls:      # objects of a class come in runs: looked up once
+                cls = type(obj)
+                function = class_attribute(cls, "__autosave_loaded__")
+                if type(function) is not FunctionType:
+                    function = None
+            if function is not None:
+                hook, args = function, (obj,)
+            else:
+                hook, args = bound_hook(obj, "__autosave_loaded__"), ()
+                if hook is None:    # the plan saw one on the class: never from the file
+                    raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ is not "
+                                    f"a method of its class")
             try:
-                hook()
+                hook(*args)
             except Exception as e:
                 raise LoadError(f"{type(obj).__qualname__}.__autosave_loaded__ failed: "
                                 f"{describe(e)}") from e
@@ -262,7 +311,7 @@ class Loader:
         return hooks
 
     def blocker(self, rec: Record, part: slice, here: int, hashes: bool,
-                deep: bool = False) -> int | None:
+                deep: bool = False, shallow: bool = False) -> int | None:
         """The first record that rec[part] needs finished and is not, or None.
 
         Reading contents needs the referenced objects built and filled, and what they
@@ -274,8 +323,13 @@ class Loader:
         object hashed by identity ends the search, its hash never changes. Code of the
         game's that reads its parts (``deep``: a ``__setstate__``, a constructor) needs
         everything they reach done, as pickle gives it: objects on a cycle back to this
-        record aside, which ``finish_deferred`` lets go ahead in post-order.
+        record aside, which ``finish_deferred`` lets go ahead in post-order. A
+        ``shallow`` read (a list's length) needs the objects themselves filled only.
         """
+        if shallow and not hashes:
+            unfinished, unfilled, obj_at = self.unfinished, self.unfilled, self.obj_at
+            return next((j for j in self.targets(rec, part, here) if j != here and (
+                j < unfilled or j in unfinished or obj_at(j) is MISSING)), None)
         if deep and not hashes:
             return self.deep_blocker(rec, part, here)
         unfinished, records = self.unfinished, self.records
@@ -433,153 +487,3 @@ def load_records(types: list[Any], records: list[Record], root_value: Any, unset
         CHECKED.reset(checked)
         if loader is not None:
             loader.release()
-
-
-class Deferred:
-    """The records that waited, each completed as soon as what it waits for is done.
-
-    A waiting record registers on every record blocking it: on being *built* (an
-    immutable not made yet) or on being *finished* (a mutable not filled yet), and is
-    retried only when all of them are done, so this is linear in the references
-    whatever a file says. When nothing is ready but records remain, only cycles are
-    left: records that wait just for fills go ahead anyway, as pickle does: those
-    still to be built before those to be filled (making an object may complete what
-    a stuck ``__setstate__`` reads), and of each, those whose blockers hash by
-    identity first (their hash cannot change when filled).
-    """
-
-    def __init__(self, loader: Loader, deferred: list[int], hooks: list[int]):
-        self.loader, self.hooks = loader, hooks
-        self.on_built: dict[int, list[int]] = {}
-        self.on_finished: dict[int, list[int]] = {}
-        self.need: dict[int, list[int]] = {}   # waiting -> [built, fill blockers left]
-        self.waiting = set(deferred)
-        self.ready = deque(deferred)
-        self.only_fills: set[int] = set()   # waiting, blocked by unfinished fills only
-        self.gates: Gates | None = None
-        # Records reach later ones through batch objects; one record alone has no
-        # other to wait for.
-        if loader.first and len(deferred) > 1:
-            records, first = loader.records, loader.first
-            refers_to, schedules = loader.filler.refers_to, loader.schedules
-            self.gates = Gates(deferred, lambda j: loader.targets(records[j], ALL, j)
-                               if j >= first else refers_to(j),
-                               lambda i: schedules[records[i][0]].reads_parts,
-                               len(records))
-            self.ready = deque(i for i in deferred if not self.gates.hold(i))
-
-    def run(self) -> None:
-        waiting, ready, only_fills, objs = self.waiting, self.ready, self.only_fills, \
-            self.loader.objs
-        while waiting:
-            while ready:
-                i = ready.popleft()
-                if i in waiting:
-                    self.attempt(i, False)
-            if waiting:
-                stuck = sorted(only_fills & waiting)
-                if not stuck:
-                    raise FormatError(
-                        f"records {sorted(waiting)[:10]} form a reference cycle through "
-                        f"immutable objects that cannot be rebuilt")
-                # Builds go first: an object made with references to objects not yet
-                # filled is what pickle makes on a cycle, and making it may complete
-                # what a stuck fill (a __setstate__ reading its state) waits for.
-                stuck = [i for i in stuck if objs[i] is MISSING] or stuck
-                safe = [i for i in stuck if self.hashes_safely(i)]
-                for i in safe or stuck:
-                    only_fills.discard(i)
-                    if i in waiting:
-                        self.attempt(i, True)
-
-    def complete(self, j: int, table: dict[int, list[int]], built: bool) -> None:
-        need, ready, waiting = self.need, self.ready, self.waiting
-        for i in table.pop(j, ()):
-            if i in waiting:
-                counts = need[i]
-                counts[0 if built else 1] -= 1
-                if counts == [0, 0]:
-                    ready.append(i)
-                elif counts[0] == 0:
-                    self.only_fills.add(i)
-
-    def blockers(self, i: int, rec: Record, schedule: Schedule, building: bool,
-                 force: bool) -> tuple[list[int], list[int]]:
-        """(records rec needs built, records it needs finished) before it can go on."""
-        loader = self.loader
-        objs = loader.objs
-        if building:
-            missing_part, finished_part = schedule.build_slice, schedule.build_finished
-        else:
-            missing_part, finished_part = ALL, schedule.fill_finished
-        if finished_part is None and loader.filler.pending and schedule.reads_parts:
-            # what it reads may be a batch object still waiting for a value
-            finished_part = missing_part
-        need_built = [j for j in loader.targets(rec, missing_part, i) if objs[j] is MISSING]
-        need_finished: list[int] = []
-        if not force and finished_part is not None:
-            j = loader.blocker(rec, finished_part, i, schedule.hashes, schedule.deep)
-            if j is not None:
-                (need_built if objs[j] is MISSING else need_finished).append(j)
-        return need_built, need_finished
-
-    def wait(self, i: int, need_built: list[int], need_finished: list[int]) -> None:
-        self.need[i] = [len(need_built), len(need_finished)]
-        for j in need_built:
-            self.on_built.setdefault(j, []).append(i)
-        for j in need_finished:
-            self.on_finished.setdefault(j, []).append(i)
-        if not need_built:
-            self.only_fills.add(i)
-
-    def attempt(self, i: int, force: bool) -> None:
-        loader = self.loader
-        loader.current = i
-        objs = loader.objs
-        rec = loader.records[i]
-        plan, schedule = loader.plans[rec[0]], loader.schedules[rec[0]]
-        building = objs[i] is MISSING
-        need_built, need_finished = self.blockers(i, rec, schedule, building, force)
-        if need_built or need_finished:
-            self.wait(i, need_built, need_finished)
-            return
-        self.only_fills.discard(i)
-        vals = loader.resolve(rec, i)
-        if building:
-            objs[i] = plan.build(vals)
-            if schedule.has_loaded_hook:
-                self.hooks.append(i)
-            self.patch(i)
-            self.complete(i, self.on_built, True)
-            if schedule.has_fill:
-                loader.unfinished.add(i)
-                self.ready.appendleft(i)   # its fill next (may wait in turn)
-                return
-        else:
-            plan.fill(objs[i], vals)
-        loader.unfinished.discard(i)
-        self.waiting.discard(i)
-        self.complete(i, self.on_finished, False)
-        if self.gates is not None:
-            self.ready.extend(self.gates.done(i))
-
-    def patch(self, i: int) -> None:
-        """Give the batch objects that waited for record i's object their values."""
-        filler = self.loader.filler
-        patches = filler.patches         # batch objects' values built here
-        if patches and i in patches:
-            objs = self.loader.objs
-            for setter, args, k in patches.pop(i):
-                setter(*args, objs[i])
-                if filler.gave(i, k):
-                    self.loader.unfinished.discard(k)
-                    self.complete(k, self.on_finished, False)
-
-    def hashes_safely(self, i: int) -> bool:
-        loader = self.loader
-        objs, unfinished = loader.objs, loader.unfinished
-        rec = loader.records[i]
-        schedule = loader.schedules[rec[0]]
-        part = schedule.build_finished if objs[i] is MISSING else schedule.fill_finished
-        return all(type(objs[j]).__hash__ is object.__hash__
-                   for j in loader.targets(rec, part or ALL, i) if j in unfinished)

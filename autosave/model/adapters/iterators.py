@@ -40,6 +40,41 @@ def _exhausted(it):
     return it
 
 
+_BASES = (list, bytearray, tuple, str, bytes)
+
+
+def _position(name: str, it: Any, seq: Any, index: int, reverse: bool) -> None:
+    """Set iterator ``it`` over ``seq`` (a list or bytearray, or an immutable sequence) to
+    ``index``, refusing a forged position. Natively a position outlives the sequence
+    becoming shorter for a while; ``__setstate__`` clamps it to the length, so a list or
+    bytearray is lengthened meanwhile (through its base type's own methods: a subclass's
+    ``extend`` never runs)."""
+    if type(index) is not int:
+        raise ValueError("an iterator record holds an int position")
+    if index < (-1 if reverse else 0):
+        # a saved position is never below that (a reverse iterator over an empty
+        # sequence, or one that gave its last item, is at -1): a forged file's
+        raise FormatError(f"a {name} record's position {index} is negative")
+    base = list if type(seq) is list else next((b for b in _BASES if isinstance(seq, b)), None)
+    # the base type's length, as the iterator's own __setstate__ reads it
+    short = index - (len(seq) if base is None else base.__len__(seq)) + (1 if reverse else 0)
+    if short > MAX_ITERATOR_GAP:
+        raise FormatError(f"a {name} record's position {index} lies {short} items "
+                          f"past the end of its sequence (the loader's limit is "
+                          f"{MAX_ITERATOR_GAP})")
+    if short > 0 and (base is list or base is bytearray):
+        charge((16 if base is list else 9) * short, short,
+               f"a {name} {short:,} items past the end of its sequence")
+        size = base.__len__(seq)
+        base.extend(seq, (0,) * short if base is list else bytes(short))
+        try:
+            it.__setstate__(index)
+        finally:
+            base.__delitem__(seq, slice(size, None))
+    else:
+        it.__setstate__(index)
+
+
 class SequenceIteratorAdapter(Adapter):
     build_finished = slice(1, 2)       # the position clamps to the filled sequence
 
@@ -65,27 +100,62 @@ class SequenceIteratorAdapter(Adapter):
             raise FormatError(f"a {self.name} record holds a {type(seq).__name__} as its "
                               f"sequence")
         it = self.make(seq)
-        short = index - len(seq) + (1 if self.make is reversed else 0)
-        if short > MAX_ITERATOR_GAP:
-            raise FormatError(f"a {self.name} record's position {index} lies {short} items "
-                              f"past the end of its sequence (the loader's limit is "
-                              f"{MAX_ITERATOR_GAP})")
-        if short > 0 and type(seq) in (list, bytearray):
-            # natively a position outlives the sequence being shorter for a while;
-            # __setstate__ clamps it to the length, so lengthen the sequence meanwhile:
-            # a padding list of `short` slots, and as many added to the sequence
-            charge((16 if type(seq) is list else 9) * short, short,
-                   f"a {self.name} {short:,} items past the end of its sequence")
-            size = len(seq)
-            type(seq).extend(seq, [0] * short)
-            it.__setstate__(index)
-            type(seq).__delitem__(seq, slice(size, None))
-        else:
-            it.__setstate__(index)
+        _position(self.name, it, seq, index, self.make is reversed)
         return it
 
 
+class ListIteratorAdapter(Adapter):
+    """``iter(a_list)`` and ``reversed(a_list)``: made over the list at once, positioned
+    once the list is filled (docs/format.md, "Reading"). The iterator is made by
+    ``list.__iter__`` / ``list.__reversed__`` themselves, so a list subclass's own
+    methods never run, and only over a list; the position needs the list's length
+    alone, so the fill waits for the list to be filled, not for what it holds.
+
+    A loop suspended in a coroutine holds one over a list the coroutine also holds,
+    commonly a batch object filled after every record: made here at once, the
+    iterator lets the coroutine's record be made in its turn."""
+    has_fill, reads_parts, shallow = True, False, True
+    fill_finished = slice(1, 2)
+
+    def __init__(self, name, types, make, reverse):
+        self.name, self.types, self.make, self.reverse = name, types, make, reverse
+
+    def parts(self, obj):
+        rv = obj.__reduce__()
+        if len(rv) < 3:
+            return [None, 0]
+        return [rv[1][0], rv[2]]
+
+    def build(self, vals):
+        seq, index = vals[1:]
+        if type(seq) is list:               # the common case, checked in full below
+            return self.make(seq)           # the position is checked by fill
+        if type(index) is not int:
+            raise ValueError("an iterator record holds an int position")
+        if seq is None:
+            return _exhausted(self.make([]))
+        if not isinstance(seq, list) or not (
+                type(seq) is list or REGISTRY.is_allowed_module(type(seq).__module__)):
+            raise FormatError(f"a {self.name} record holds a {type(seq).__name__} as its "
+                              f"sequence")
+        return self.make(seq)
+
+    def fill(self, obj, vals):
+        seq, index = vals[1], vals[2]
+        if type(seq) is list and type(index) is int and (
+                0 <= index <= len(seq) if not self.reverse else -1 <= index < len(seq)):
+            obj.__setstate__(index)         # within the list: nothing to check further
+        elif seq is not None:
+            _position(self.name, obj, seq, index, self.reverse)
+
+    def create(self, rec, vals):
+        obj = self.build(vals)
+        self.fill(obj, vals)
+        return obj
+
+
 class RangeIteratorAdapter(Adapter):
+    reads_parts = False               # ints only
     name = "builtins.range_iterator"
     types = (type(iter(range(0))), type(iter(range(2 ** 64))))
 
@@ -98,7 +168,7 @@ class RangeIteratorAdapter(Adapter):
 
     def build(self, vals):
         start, stop, step = vals[1:]
-        if not all(type(v) is int for v in (start, stop, step)):
+        if type(start) is not int or type(stop) is not int or type(step) is not int:
             raise ValueError("a range iterator record holds ints")
         return iter(range(start, stop, step))
 
@@ -178,6 +248,7 @@ class SetIteratorAdapter(Adapter):
 
 class EnumerateAdapter(Adapter):
     c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
+    reads_parts = False       # keeps references; reads their types only (iter_only)
     name, types = "builtins.enumerate", (enumerate,)
 
     def parts(self, obj):
@@ -193,6 +264,7 @@ class EnumerateAdapter(Adapter):
 
 class ZipAdapter(Adapter):
     c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
+    reads_parts = False       # keeps references; reads their types only (iter_only)
     name, types = "builtins.zip", (zip,)
 
     def parts(self, obj):
@@ -208,6 +280,7 @@ class ZipAdapter(Adapter):
 
 class MapAdapter(Adapter):
     c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
+    reads_parts = False       # keeps references; reads their types only (iter_only)
     name, types = "builtins.map", (map,)
 
     def parts(self, obj):
@@ -223,6 +296,7 @@ class MapAdapter(Adapter):
 
 class FilterAdapter(Adapter):
     c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
+    reads_parts = False       # keeps references; reads their types only (iter_only)
     name, types = "builtins.filter", (filter,)
 
     def parts(self, obj):
@@ -263,13 +337,15 @@ def iter_only(it):
     return it
 
 
+register_adapter(ListIteratorAdapter("builtins.list_iterator", (type(iter([])),),
+                                     list.__iter__, False))
+register_adapter(ListIteratorAdapter("builtins.list_reverseiterator", (type(reversed([])),),
+                                     list.__reversed__, True))
 _SEQUENCES = [
-    ("builtins.list_iterator", (type(iter([])),), iter, [], (list,)),
     ("builtins.tuple_iterator", (type(iter(())),), iter, (), (tuple,)),
     ("builtins.str_iterator", tuple({type(iter("")), type(iter("\u20ac"))}), iter, "", (str,)),
     ("builtins.bytes_iterator", (type(iter(b"")),), iter, b"", (bytes,)),
     ("builtins.bytearray_iterator", (type(iter(bytearray())),), iter, bytearray(), (bytearray,)),
-    ("builtins.list_reverseiterator", (type(reversed([])),), reversed, [], (list,)),
     # reversed() of a tuple, a str, or a sequence class of the game's own
     ("builtins.reversed", (reversed,), reversed, (), (tuple, str, bytes, bytearray)),
 ]
