@@ -632,8 +632,8 @@ class Access(enum.Flag):
 ])
 def test_the_batch_takes_exactly_the_members_saved_by_name(cls, values):
     from autosave.model.anatomy import enum_by_name
-    from autosave.saving.columns import _inline_fields
-    fits = _inline_fields("enum", None, cls, None)
+    from autosave.saving.batchable import inline_fields
+    fits = inline_fields("enum", None, cls, None)
     assert [fits(v) for v in values] == [enum_by_name(v) for v in values]
     back = autosave.loads(autosave.dumps(values))
     assert back == values and all(a is b for a, b in zip(back, values))

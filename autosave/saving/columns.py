@@ -21,53 +21,23 @@ size is known, ``Batches.number`` maps serials to indices (``tail[-serial]``), a
 references held by columns and records are written as indices.
 """
 
-import inspect
 from collections import deque
 from itertools import chain, compress, repeat
-import operator
 from operator import is_, itemgetter, not_
-from types import MemberDescriptorType
 from typing import Any
 
 from ..format.wire import (ABSENT, COLUMN_INLINE, COLUMN_MIXED, COLUMN_REFS, INLINE_TYPES,
                      inline_column)
 from ..model import dispatch
 from ..model.adapters import ADAPTERS_BY_TYPE
+from .batchable import (batch_kind, batchable, dict_columns, enum_names, inline_fields,
+                        inline_keys, slot_columns, value_batchable)
 from .paths import placed, placed_cause
 from ..model.registry import REGISTRY
 
 _ABSENT_TYPE = type(ABSENT)
 _first = itemgetter(0)
 _INLINE_COLUMN = INLINE_TYPES | {_ABSENT_TYPE}
-
-
-def value_batchable(cls, kind, detail):
-    """Whether instances of cls go in a batch when their fields are all inline values
-    (``inline_fields``): plain layouts hashed by value (a frozen dataclass or attrs
-    class), which a load builds complete when it allocates them, before any record
-    hashes one (docs/format.md, "Batches")."""
-    if kind == "extends":
-        return _plain_tuple_subclass(cls, detail)
-    if kind == "enum":             # its members by name (a load looks each one up)
-        return True
-    return kind in ("slots", "dict") and not detail.batched and not detail.transient
-
-
-def _plain_tuple_subclass(cls, detail):
-    """A tuple subclass with nothing of its own to save, that iterates and measures as
-    a tuple (a namedtuple): its objects are their items, as a tuple batch's are."""
-    return detail.base is tuple and not detail.saved_slots and not detail.has_dict \
-        and not detail.transient and cls.__iter__ is tuple.__iter__ \
-        and cls.__len__ is tuple.__len__
-
-
-def batchable(cls, kind, detail):
-    """Whether every instance of cls is written in a batch: plain instances hashed by
-    identity (a value hash may need its fields while a load still fills them), and
-    lists. (Dicts and tuples are, one by one, when they fit: ``Batches.fits``.)"""
-    if kind in ("slots", "dict"):
-        return detail.batched                  # the schema's one decision
-    return cls is list
 
 
 class Batch:
@@ -104,7 +74,7 @@ class Batches:
         self.plain = set(INLINE_TYPES)
         # A dict goes in a batch when its keys are inline (they hash the same before
         # and after the fills); a tuple when its items are plain.
-        self.fits = {dict: _inline_keys, tuple: self.plain_items}
+        self.fits = {dict: inline_keys, tuple: self.plain_items}
         self.whole = set()             # classes whose batch objects a load builds whole
         self.unset = 0
         # A dict for memo (the Python loops) is keyed by id(): objects of batched
@@ -127,7 +97,7 @@ class Batches:
         if kind == "slots":
             slots = schema.saved_slots
             batch = Batch(walker.index_of((cls, slots), schema.name, schema.version, slots),
-                          len(slots), _slot_columns(cls, slots, self.loops))
+                          len(slots), slot_columns(cls, slots, self.loops))
             self.all.append(batch)
             return batch
         if kind == "dict":
@@ -138,12 +108,12 @@ class Batches:
                 if batch is None:
                     batch = shapes[shape] = Batch(
                         walker.index_of((cls, shape), schema.name, schema.version, shape),
-                        len(shape), _dict_columns(shape, self.loops))
+                        len(shape), dict_columns(shape, self.loops))
                     self.all.append(batch)
                 return batch
             return shaped
         if kind == "enum":             # one column: the members' names
-            batch = Batch(walker.index_of(cls, schema.name, schema.version), 1, _names, 1)
+            batch = Batch(walker.index_of(cls, schema.name, schema.version), 1, enum_names, 1)
         elif kind == "extends":        # a namedtuple: lengths, then the items
             batch = Batch(walker.index_of((cls, ()), schema.name, schema.version, ()), 2,
                           self.loops.list_columns, 1)
@@ -205,7 +175,7 @@ class Batches:
         if cls not in REGISTRY.asset_classes:     # assets are told apart one by one
             self.by_class[cls] = batch
             self.whole.add(cls)
-        fits = self.fits[cls] = _inline_fields(kind, schema, cls, self.loops)
+        fits = self.fits[cls] = inline_fields(kind, schema, cls, self.loops)
         memo, add, stale = self.memo, self.add, self.stale.append
         shaped = kind == "dict"
 
@@ -285,14 +255,9 @@ class Batches:
     def batched(self, cls):
         """Whether cls is filed in batches (without making its handler): what
         ``Walker.plain_handler_for`` decides, asset classes aside."""
-        if cls in REGISTRY.asset_classes:
-            return False
-        try:
-            kind, detail = dispatch.kind_of(cls)
-        except Exception:
-            return False                        # the walk meets the error with a path
-        return batchable(cls, kind, detail) or cls in self.fits or \
-            value_batchable(cls, kind, detail)
+        kind = batch_kind(cls)
+        return kind is not None and (batchable(cls, *kind) or cls in self.fits
+                                     or value_batchable(cls, *kind))
 
     def decide(self, cls, obj):
         """Make cls's handler, which files cls in by_class if it is batched; obj, one
@@ -358,13 +323,8 @@ class Batches:
     @staticmethod
     def built_whole(cls):
         """Whether cls's objects with inline fields are built whole in a batch."""
-        if cls in REGISTRY.asset_classes:
-            return False
-        try:
-            kind, detail = dispatch.kind_of(cls)
-        except Exception:
-            return False                        # the walk meets the error with a path
-        return value_batchable(cls, kind, detail)
+        kind = batch_kind(cls)
+        return kind is not None and value_batchable(cls, *kind)
 
     # -- columns -----------------------------------------------------------------------
 
@@ -588,62 +548,3 @@ def _joined(parts: list[Any]) -> list[Any]:
     return out
 
 
-def _slot_columns(cls, slots, loops):
-    """objs -> a column per slot. A slot the class shadows (a property, say) is read as
-    getattr reads it, object by object; a plain slot's member descriptor, in bulk."""
-    descriptors = [inspect.getattr_static(cls, name) for name in slots]
-    if all(type(d) is MemberDescriptorType for d in descriptors):
-        slot_columns = loops.slot_columns
-        return lambda objs: slot_columns(descriptors, objs, ABSENT)
-    return lambda objs: [[_slot_or_absent(obj, name) for obj in objs] for name in slots]
-
-
-def _slot_or_absent(obj, name):
-    try:
-        return object.__getattribute__(obj, name)
-    except AttributeError:
-        return ABSENT
-
-
-def _dict_columns(shape, loops):
-    # an object whose attributes changed during the walk is an error (kernels)
-    dict_columns = loops.dict_columns
-    return lambda objs: dict_columns(objs, shape)
-
-
-def _inline_fields(kind, schema, cls, loops):
-    """obj -> whether every saved field of obj holds an inline value (an unset slot
-    does not: a load builds these objects whole)."""
-    inline = INLINE_TYPES
-    if kind == "enum":                     # a member saved by its name (enum_by_name):
-        named = {id(m) for name, m in cls.__members__.items() if m._name_ == name}
-        return lambda m: id(m) in named    # asked once per mention: by id, no Python
-    if kind == "extends":                  # a namedtuple: its items
-        return _inline_keys
-    if kind == "dict":
-        return lambda obj: set(map(type, obj.__dict__.values())) <= inline
-    slots = schema.saved_slots
-    if not slots:
-        return lambda obj: True
-    descriptors = [inspect.getattr_static(cls, name) for name in slots]
-    if not all(type(d) is MemberDescriptorType for d in descriptors):
-        return lambda obj: False           # read one by one: records
-    get = operator.attrgetter(*slots) if len(slots) > 1 else \
-        (lambda obj, g=operator.attrgetter(slots[0]): (g(obj),))
-
-    def fits(obj):
-        try:
-            return set(map(type, get(obj))) <= inline
-        except AttributeError:             # an unset slot
-            return False
-    return fits
-
-
-def _names(members):
-    """An enum batch's one column: its members' names."""
-    return [[m._name_ for m in members]]
-
-
-def _inline_keys(d):
-    """Whether d's keys (or a tuple's items) are all inline values."""
-    return set(map(type, d)) <= INLINE_TYPES

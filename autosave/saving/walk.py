@@ -26,7 +26,8 @@ from ..model.adapters.callables import ASSET, FUNCTION, GLOBAL, REDUCE
 from ..model.adapters.exceptions import EXCEPTION
 from ..model.adapters.weak import WeakAdapter
 from ..errors import SaveError
-from .columns import Batches, batchable, value_batchable
+from .batchable import batchable, value_batchable
+from .columns import Batches
 from ..format.forms import Cell, Record, emitter, marked, reference
 from ..format.wire import ABSENT, INLINE_TYPES, STATE_FIELDS
 from .order import SetOrder
