@@ -80,6 +80,8 @@ class Adapter:
     reads_parts = True        # build or fill may read what the parts hold (a load holds
                               # it back until the batch objects are filled); containers
                               # that only keep references say False
+    shallow = False           # fill_finished parts need only be filled themselves, not
+                              # what they reach (a list iterator reads its list's length)
     create: Callable[..., Any] | None = None
                               # optional fn(rec, vals) -> filled object: allocate and fill
                               # in one step, used when nothing about the record must wait
