@@ -177,11 +177,15 @@ def _stored_raw(ref: Any, timeout: float | None) -> memoryview | None:
     memoryview is writeable, but the object is shared by every reader on the node and
     Ray's own arrays over it are read-only: so is this view, and ``loads`` copies a
     writeable array out of it once (docs/distributed.md)."""
-    core = getattr(_worker.global_worker, "core_worker", None) if _worker else None
-    if core is None or not isinstance(ref, ray.ObjectRef):
+    worker = _worker.global_worker if _worker else None
+    core = getattr(worker, "core_worker", None)
+    # not connected: Ray not started, or a Ray client (ray://), whose get is remote
+    if core is None or not getattr(worker, "connected", False) or \
+            not isinstance(ref, ray.ObjectRef):
         return None
+    timeout_ms = -1 if timeout is None or timeout == -1 else int(timeout * 1000)  # as Ray
     try:
-        fetched = core.get_objects([ref], -1 if timeout is None else int(timeout * 1000))
+        fetched = core.get_objects([ref], timeout_ms)
         (data, metadata, *_), = fetched
     except (AttributeError, TypeError, ValueError):    # Ray's internals changed: its get
         return None
