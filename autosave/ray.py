@@ -27,6 +27,14 @@ from .claims import claimed_classes, import_game
 from .errors import FormatError
 from .files import dumps, loads
 
+_worker: Any = None             # Ray's worker module and a raw object's metadata type,
+_RAW = b""                      # where this Ray keeps them (else get uses ray.get)
+try:
+    _worker = importlib.import_module("ray._private.worker")
+    _RAW = importlib.import_module("ray._private.ray_constants").OBJECT_METADATA_TYPE_RAW
+except (ImportError, AttributeError):
+    _worker = None
+
 MAGIC = b"\x89ASVRAY\n"
 COUNT = struct.Struct("<Q")
 SIZE = struct.Struct("<Q")
@@ -141,7 +149,12 @@ def put(obj: object, *, share_arrays: bool = False, **options: Any) -> ray.Objec
 
 
 def get(ref: ray.ObjectRef, *, timeout: float | None = None) -> Any:
-    """The object ``put`` stored, loaded by ``autosave.loads``."""
+    """The object ``put`` stored, loaded by ``autosave.loads``. A raw object is read in
+    place in Ray's store: its read-only arrays are built on the store's memory, its
+    writeable ones copied once (the store's memory is shared and must not change)."""
+    view = _stored_raw(ref, timeout)
+    if view is not None:
+        return unpack(view)
     stored = ray.get(ref, timeout=timeout)
     if isinstance(stored, bytes):
         return unpack(stored)
@@ -150,3 +163,32 @@ def get(ref: ray.ObjectRef, *, timeout: float | None = None) -> Any:
         return loads(stored[1], buffers=stored[2])
     raise FormatError(f"not an object stored by autosave.ray.put: Ray returned a "
                       f"{type(stored).__name__}")
+
+
+def _stored_raw(ref: Any, timeout: float | None) -> memoryview | None:
+    """The memory of a raw (``bytes``) object in this node's store, read-only, without
+    the copy into a ``bytes`` that ``ray.get`` makes of it; None where that memory is
+    not to be had this way (Ray not started here, another Ray whose worker differs,
+    an object that is not raw: an error, a pickled value), and ``ray.get`` then reads
+    the object, raising Ray's own errors.
+
+    Ray's ``get`` of ``bytes`` copies them out of the store (``Buffer.to_pybytes``);
+    the store's buffer itself is what Ray's zero-copy numpy arrays are built on. Its
+    memoryview is writeable, but the object is shared by every reader on the node and
+    Ray's own arrays over it are read-only: so is this view, and ``loads`` copies a
+    writeable array out of it once (docs/distributed.md)."""
+    worker = _worker.global_worker if _worker else None
+    core = getattr(worker, "core_worker", None)
+    # not connected: Ray not started, or a Ray client (ray://), whose get is remote
+    if core is None or not getattr(worker, "connected", False) or \
+            not isinstance(ref, ray.ObjectRef):
+        return None
+    timeout_ms = -1 if timeout is None or timeout == -1 else int(timeout * 1000)  # as Ray
+    try:
+        fetched = core.get_objects([ref], timeout_ms)
+        (data, metadata, *_), = fetched
+    except (AttributeError, TypeError, ValueError):    # Ray's internals changed: its get
+        return None
+    if data is None or not metadata or metadata.split(b",")[0] != _RAW:
+        return None
+    return memoryview(data).toreadonly()

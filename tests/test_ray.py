@@ -63,6 +63,52 @@ def test_put_stores_autosave_bytes_raw_and_get_loads_them(cluster):
         ar.unpack(stored[:-8])
 
 
+def test_get_reads_a_raw_object_in_place_and_never_writes_the_store(cluster):
+    """get reads the store's memory, not ray.get's bytes copy of it: a read-only array
+    is built on that memory; a writeable one is copied once, so writing to it leaves
+    the stored object (shared by every reader) as it was."""
+    field = np.arange(1 << 16, dtype=np.float64)                # 512 KiB: out of band
+    static = np.arange(1 << 15, dtype=np.int64)
+    static.flags.writeable = False
+    ref = ar.put({"field": field, "static": static})
+    first = ar.get(ref)
+    assert not first["static"].flags.writeable
+    assert np.array_equal(first["static"], static)
+    base = first["static"]
+    while isinstance(getattr(base, "base", None), (np.ndarray, memoryview)):
+        base = base.base
+    assert isinstance(base, memoryview) and base.readonly    # the store's, read in place
+    assert type(base.obj) is not bytes                       # not ray.get's copy of it
+    assert first["field"].flags.writeable
+    first["field"][:] = -1.0
+    again = ar.get(ref)
+    assert np.array_equal(again["field"], field)              # the store is untouched
+    assert not np.shares_memory(first["field"], again["field"])
+
+
+def test_get_of_what_put_did_not_store_raises_rays_error_or_says_so(cluster):
+    with pytest.raises(FormatError, match="Ray returned a list"):
+        ar.get(ray.put([1, 2]))
+
+    @ray.remote
+    def fails():
+        raise KeyError("lost")
+
+    with pytest.raises(ray.exceptions.RayTaskError, match="lost"):
+        ar.get(fails.remote())
+
+    @ray.remote
+    def slow():
+        time.sleep(30)
+
+    waiting = slow.remote()
+    try:
+        with pytest.raises(ray.exceptions.GetTimeoutError):
+            ar.get(waiting, timeout=0.2)
+    finally:
+        ray.cancel(waiting, force=True)               # its worker is not kept busy
+
+
 def test_put_sharing_arrays_builds_them_on_the_store(cluster):
     shard = played("q", 5, 6)
     shard.field = np.arange(256.0 * 256).reshape(256, 256)
