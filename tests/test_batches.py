@@ -637,3 +637,24 @@ def test_the_batch_takes_exactly_the_members_saved_by_name(cls, values):
     assert [fits(v) for v in values] == [enum_by_name(v) for v in values]
     back = autosave.loads(autosave.dumps(values))
     assert back == values and all(a is b for a, b in zip(back, values))
+
+
+class Unhashed(collections.namedtuple("Unhashed", "a b")):
+    __slots__ = ()
+    __hash__ = None             # built at allocation all the same: never filled again
+
+
+class Plainly(enum.Enum):
+    A = 1
+    B = 2
+    __hash__ = None
+
+
+def test_batches_built_at_allocation_are_whole_whatever_their_class_hashes():
+    graph = [Unhashed(1, "x"), Unhashed(2.5, None), Plainly.A, Plainly.B, Plainly.A,
+             (Plainly.B, Unhashed(3, 4)), {"k": Unhashed(5, 6)}]
+    data = autosave.dumps(graph)
+    types, _, _, batches = body(data)
+    assert {f"{__name__}.Unhashed", f"{__name__}.Plainly"} <= set(names(types, batches))
+    back = autosave.loads(data)
+    assert back == graph and back[2] is Plainly.A and type(back[0]) is Unhashed

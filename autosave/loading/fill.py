@@ -19,7 +19,7 @@ from ..errors import FormatError
 from ..format.wire import (ABSENT, COLUMN_CODED, COLUMN_INLINE, COLUMN_REFS, INLINE_TYPES,
                      check_lengths, decoded_column, merge_mixed)
 from ..checks.limits import FLOOD_MIN, check_flood
-from .plans import EnumPlan
+from .plans import EnumPlan, InstancePlan
 
 LIST_PLAN, DICT_PLAN = ADAPTERS_BY_NAME["builtins.list"], ADAPTERS_BY_NAME["builtins.dict"]
 TUPLE_PLAN = ADAPTERS_BY_NAME["builtins.tuple"]
@@ -35,7 +35,7 @@ def _aligned(mask, index):
     return list(map(next, map((repeat(None), iter(index)).__getitem__, mask)))
 
 
-def allocate(plans, batches, instance_plan):
+def allocate(plans, batches):
     """The batch objects in index order: empty, and the tuples built (from inline
     values and the other batch objects); checks each batch's type and columns."""
     objs, tuples, whole, named = [], [], [], []
@@ -52,7 +52,7 @@ def allocate(plans, batches, instance_plan):
                 objs += repeat(None, n)      # built below, once the others exist
             else:
                 objs += map(plan.types[0], repeat((), n))
-        elif type(plan) is instance_plan and plan.base is None:
+        elif type(plan) is InstancePlan and plan.base is None:
             if len(batch) != 2 + plan.nfields:
                 raise FormatError(f"batch {b} ({plan.schema.name}) must have "
                                   f"{plan.nfields} columns, it has {len(batch) - 2}")
@@ -64,7 +64,7 @@ def allocate(plans, batches, instance_plan):
                 raise FormatError(f"batch {b} (enum {plan.cls.__qualname__}) must have 1 "
                                   f"column, it has {len(batch) - 2}")
             objs += enum_members(plan, b, batch, n)
-        elif type(plan) is instance_plan and plan.base is tuple and not plan.nfields:
+        elif namedtuple_plan(plan):
             if len(batch) != 4:
                 raise FormatError(f"batch {b} ({plan.schema.name}) must have 2 columns, "
                                   f"it has {len(batch) - 2}")
@@ -82,10 +82,19 @@ def allocate(plans, batches, instance_plan):
     return objs
 
 
+def namedtuple_plan(plan):
+    """Whether plan's batches are namedtuples': a tuple subclass with no fields."""
+    return type(plan) is InstancePlan and plan.base is tuple and not plan.nfields
+
+
 def built_whole(plan, batch):
-    """Whether a batch of instances is filled as it is allocated, before any record:
-    its class hashes by value (records may hash its objects: dict keys, set members)
-    and its columns hold inline values only, so nothing it needs is built later."""
+    """Whether a batch's objects are complete as it is allocated, before any record
+    (``allocate``; the fill passes them by): enum members and namedtuples always, from
+    inline values; instances when their class hashes by value (records may hash its
+    objects: dict keys, set members) and their columns hold inline values only, so
+    nothing they need is built later."""
+    if type(plan) is EnumPlan or namedtuple_plan(plan):
+        return True
     hash_ = plan.cls.__hash__
     return hash_ is not object.__hash__ and hash_ is not None and all(
         column[0] == COLUMN_INLINE or column[0] == COLUMN_CODED

@@ -46,7 +46,7 @@ class Loader:
                  closes_cycle: bytearray | None = None, batches: list[Batch] | tuple = ()):
         self.plans = [plan_for(i, e) for i, e in enumerate(types)]
         self.schedules = [schedule_of(p) for p in self.plans]
-        self.objs = allocate(self.plans, batches, InstancePlan)
+        self.objs = allocate(self.plans, batches)
         first = self.first = self.unfilled = len(self.objs)
         self.batches = batches
         self.records_only = records
