@@ -246,9 +246,14 @@ class SetIteratorAdapter(Adapter):
         return iter(set(islice(vals, 1, None)))
 
 
-class EnumerateAdapter(Adapter):
+class _WrappingAdapter(Adapter):
+    """An iterator over other iterators (enumerate, zip, map, filter): the scheduling
+    facts they share."""
     c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
     reads_parts = False       # keeps references; reads their types only (iter_only)
+
+
+class EnumerateAdapter(_WrappingAdapter):
     name, types = "builtins.enumerate", (enumerate,)
 
     def parts(self, obj):
@@ -262,9 +267,7 @@ class EnumerateAdapter(Adapter):
         return enumerate(iter_only(inner), count)
 
 
-class ZipAdapter(Adapter):
-    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
-    reads_parts = False       # keeps references; reads their types only (iter_only)
+class ZipAdapter(_WrappingAdapter):
     name, types = "builtins.zip", (zip,)
 
     def parts(self, obj):
@@ -278,9 +281,7 @@ class ZipAdapter(Adapter):
         return zip(*map(iter_only, its), strict=strict)
 
 
-class MapAdapter(Adapter):
-    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
-    reads_parts = False       # keeps references; reads their types only (iter_only)
+class MapAdapter(_WrappingAdapter):
     name, types = "builtins.map", (map,)
 
     def parts(self, obj):
@@ -294,9 +295,7 @@ class MapAdapter(Adapter):
         return map(func, *map(iter_only, its))
 
 
-class FilterAdapter(Adapter):
-    c_dealloc = True          # freed by unchecked C recursion: chains bounded (limits.py)
-    reads_parts = False       # keeps references; reads their types only (iter_only)
+class FilterAdapter(_WrappingAdapter):
     name, types = "builtins.filter", (filter,)
 
     def parts(self, obj):
