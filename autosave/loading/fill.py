@@ -117,15 +117,10 @@ def build_whole(plans, objs, batches, whole):
 
 def enum_members(plan, b, batch, n):
     """The members an enum's batch names, looked up as their records would be."""
-    column = batch[2]
     try:
-        if column[0] == COLUMN_CODED:          # from autosave.copy: a file's are decoded
-            column = decoded_column(column)
-        if column[0] != COLUMN_INLINE:
+        if batch[2][0] not in (COLUMN_INLINE, COLUMN_CODED):
             raise FormatError("an enum's batch holds references, not member names")
-        names = column[1]
-        if len(names) != n:
-            raise FormatError(f"a column holds {len(names)} values for {n} objects")
+        names, _, _ = Filler(None, [batch], [], None).resolve(batch[2], n)
     except FormatError as e:
         raise FormatError(f"batch {b}: {e}") from None
     t = batch[0]
