@@ -10,6 +10,7 @@ from types import MemberDescriptorType
 
 from ..format.wire import ABSENT, INLINE_TYPES
 from ..model import dispatch
+from ..model.anatomy import enum_by_name
 from ..model.registry import REGISTRY
 
 
@@ -81,8 +82,8 @@ def inline_fields(kind, schema, cls, loops):
     """obj -> whether every saved field of obj holds an inline value (an unset slot
     does not: a load builds these objects whole)."""
     inline = INLINE_TYPES
-    if kind == "enum":                     # a member saved by its name (enum_by_name):
-        named = {id(m) for name, m in cls.__members__.items() if m._name_ == name}
+    if kind == "enum":                     # a member saved by its name: enum_by_name
+        named = {id(m) for m in cls.__members__.values() if enum_by_name(m)}
         return lambda m: id(m) in named    # asked once per mention: by id, no Python
     if kind == "extends":                  # a namedtuple: its items
         return inline_keys
