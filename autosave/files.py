@@ -65,6 +65,7 @@ def dumps(root: object, *, buffer_callback: Callable[[PickleBuffer], Any] | None
     the bytes, for the caller to carry and give back to ``loads(data, buffers=...)``
     (docs/format.md, "Out-of-band buffers"). Without it, the bytes are as ever."""
     walker = _walker()
+    walker.encodes_now = True                    # encoded below, before the game runs
     if buffer_callback is not None:
         walker.out_of_band = SavePolicy(out_of_band_min)     # this walk's, no other's
     with collector_paused():

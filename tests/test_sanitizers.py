@@ -90,6 +90,15 @@ def test_the_differential_tests_pass_under_asan_and_ubsan(sanitized):
 
 
 @pytest.mark.slow         # builds the extension under sanitizers, as the test above
+def test_a_save_framed_in_place_passes_under_asan_and_ubsan(sanitized):
+    """csrc/frame.c grows the encoder's result in place and hands out views of it."""
+    done = run_sanitized(sanitized, "tests/test_framed.py")
+    report = done.stdout[-3000:] + done.stderr[-6000:]
+    assert done.returncode == 0, report
+    assert "runtime error" not in done.stderr and "AddressSanitizer" not in done.stderr, report
+
+
+@pytest.mark.slow         # builds the extension under sanitizers, as the test above
 def test_the_sanitizers_would_see_a_signed_overflow(sanitized, tmp_path):
     """The build traps what it is meant to: a C loop doing undefined behaviour on
     purpose fails the run (so a pass above means none was reached)."""

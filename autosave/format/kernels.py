@@ -219,6 +219,21 @@ def fill_dicts(dicts, lengths, keys, values):
                   map(islice, repeat(values_in), compress(lengths, lengths)))), 0)
 
 
+def framed(encode, value, prefix, checksum):
+    """A save's bytes: ``prefix`` (magic and version, 5 bytes), the body's length (u64
+    little-endian), ``checksum(header, body)`` (u64 little-endian; the header is the
+    13 bytes before it), then the body, ``encode(value)``. The C grows the encoder's
+    result in place instead of copying it. TypeError for a prefix of another size or
+    an encoder that gives something else than bytes."""
+    if prefix.__class__ is not bytes or len(prefix) != 5:
+        raise TypeError("framed: the prefix is 5 bytes")
+    body = encode(value)
+    if body.__class__ is not bytes:
+        raise TypeError("framed: the encoder gave no bytes")
+    head = prefix + len(body).to_bytes(8, "little")
+    return b"".join((head, checksum(head, body).to_bytes(8, "little"), body))
+
+
 def code_strings(values, limit):
     """(strings, codes): the distinct strings of a column of strs, in the order first
     met, and each value's position among them; None when there are more than ``limit``

@@ -43,6 +43,12 @@ def frame(body: bytes) -> bytes:
     return b"".join((head, CHECKSUM.pack(checksum(head, body)), body))
 
 
+def framed(encode: Callable[[Any], bytes], value: Any) -> bytes:
+    """``frame(encode(value))``, without copying the body: a large save (arrays) is
+    written once, by the encoder."""
+    return kernels.framed(encode, value, MAGIC + bytes((VERSION,)), checksum)
+
+
 def unframe(data: bytes | bytearray | memoryview) -> tuple[int, bytes | memoryview]:
     """(format version, body) of a save, its frame checked: magic, version, and for
     framed versions the length and checksum, so no corrupt byte reaches the decoder."""
@@ -102,7 +108,7 @@ def encode(types: list[Any], records: list[Record], root_value: Any, batches: An
     (autosave.format.buffers), each handed to it as the body is written."""
     body = body_of(types, records, root_value, batches)
     if buffer_callback is None:
-        return frame(pack(body))
+        return framed(pack, body)
     return frame(pack_with_buffers(body, buffer_callback))
 
 

@@ -57,6 +57,11 @@ class Saver(Walker):
     # What this save offers out of band (autosave.format.buffers.SavePolicy), set by
     # dumps(buffer_callback=...) on its own walker; read by the numpy adapter.
     out_of_band: object = None
+    # Whether the bytes are made before the game runs again (dumps, set on its own
+    # walker): records may then hold views of the graph's memory instead of copies.
+    # Never for a walk encoded later (dumps_later, a log's step), whose output is a
+    # snapshot the game may change under.
+    encodes_now: bool = False
 
     def __init__(self, generated: bool = True):
         super().__init__()

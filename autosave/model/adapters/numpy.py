@@ -38,6 +38,7 @@ MAX_ELEMENTS = 1 << 48        # a view's element count (views allocate nothing)
 MAX_FIELDS = 4096             # fields of one structured dtype
 MAX_DESCR_DEPTH = 8           # structured dtypes nested in structured dtypes
 FORTRAN, READONLY = 1, 2
+IN_PLACE_MIN = 1 << 16        # smaller arrays' data is copied: a view costs as much
 
 # A plain type string: byte order, kind, size, datetime unit. Anything else numpy's
 # parser accepts ("i4,f8", "(2,)i4", names with commas) is refused before numpy sees it.
@@ -150,8 +151,9 @@ def root_of(arr):
 
 
 def _flags(arr):
-    return ((FORTRAN if arr.flags.f_contiguous and not arr.flags.c_contiguous else 0)
-            | (0 if arr.flags.writeable else READONLY))
+    flags = arr.flags          # a new object at each read of arr.flags
+    return ((FORTRAN if flags.f_contiguous and not flags.c_contiguous else 0)
+            | (0 if flags.writeable else READONLY))
 
 
 class ArrayAdapter(Adapter):
@@ -160,8 +162,8 @@ class ArrayAdapter(Adapter):
     reads_parts = False        # its dtype (built whole before it) and its bytes
 
     def parts(self, obj):      # only for arrays of plain data owning their memory
-        order = "F" if _flags(obj) & FORTRAN else "C"
-        return [obj.dtype, _flags(obj), obj.tobytes(order=order), *obj.shape]
+        flags = _flags(obj)
+        return [obj.dtype, flags, obj.tobytes("F" if flags & FORTRAN else "C"), *obj.shape]
 
     def build(self, vals):
         if len(vals) < 4:
@@ -169,12 +171,18 @@ class ArrayAdapter(Adapter):
         dtype, flags, data = _dtype(vals[1]), vals[2], vals[3]
         if data.__class__ is not BufferRef:
             exact(data, bytes, "a numpy array's data")
-        if type(flags) is not int or flags & ~(FORTRAN | READONLY):
+        if flags.__class__ is not int or flags & ~(FORTRAN | READONLY):
             raise FormatError("a numpy array's flags are malformed")
-        shape = _shape(vals[4:], len(vals) - 4, "numpy.ndarray")
+        shape = tuple(vals[4:])
+        if len(shape) > MAX_DIMS:
+            raise FormatError("a numpy.ndarray record's dimensions are malformed")
+        count = 1
+        for n in shape:
+            if n.__class__ is not int or n < 0:
+                raise FormatError("a numpy.ndarray's shape must be ints >= 0")
+            count *= n
         if dtype.hasobject:
             raise FormatError("a numpy.ndarray record of raw bytes cannot hold objects")
-        count = prod(shape)
         size = data.view.nbytes if data.__class__ is BufferRef else len(data)
         if count * dtype.itemsize != size or (dtype.itemsize == 0 and count > MAX_ITERATOR_GAP):
             raise FormatError(f"a numpy array of shape {shape} and dtype {dtype.str} "
@@ -182,8 +190,9 @@ class ArrayAdapter(Adapter):
         order = "F" if flags & FORTRAN else "C"
         if data.__class__ is BufferRef:
             return _on_buffer(data.view, dtype, shape, order, flags)
-        # a copy, so the array owns its memory (views of it may follow)
-        arr = np.frombuffer(data, dtype=dtype, count=count).reshape(shape, order=order).copy(order=order)
+        # a copy, so the array owns its memory (views of it may follow); the size
+        # checked above is exactly what the constructor reads
+        arr = np.ndarray(shape, dtype, data, order=order).copy(order)
         if flags & READONLY:
             arr.flags.writeable = False
         return arr
@@ -338,7 +347,7 @@ class NdarrayDispatch(Adapter):
         self.types = (np.ndarray,)
 
     def save_record(self, walker, obj):
-        root = root_of(obj)
+        root = None if obj.base is None else root_of(obj)     # most arrays own theirs
         if root is not None:
             made = VIEW.parts(obj, root)
             adapter = VIEW
@@ -352,9 +361,24 @@ class NdarrayDispatch(Adapter):
             if policy is not None and obj.nbytes >= policy.minimum and (
                     obj.flags.c_contiguous or obj.flags.f_contiguous):
                 return out_of_band(walker, obj)
+            if obj.nbytes >= IN_PLACE_MIN and walker.encodes_now and (
+                    obj.flags.c_contiguous or obj.flags.f_contiguous):
+                return in_place(walker, obj)
             made, adapter = ARRAY.parts(obj), ARRAY
         walker.keep.append(made)
         return walker.refs(walker.index_of(adapter), made)
+
+
+def in_place(walker, obj):
+    """The array's record with its data as a view of its memory, for an encoder that
+    writes it before the game runs again (``walker.encodes_now``): the bytes
+    ``tobytes`` would give, without the copy (a large array is then copied once, into
+    the save)."""
+    made = [obj.dtype, _flags(obj), b"", *obj.shape]
+    walker.keep.append(made)
+    rec = walker.refs(walker.index_of(ARRAY), made)
+    rec[3] = memoryview(obj.reshape(-1, order="A").view(np.uint8))
+    return rec
 
 
 def out_of_band(walker, obj):
