@@ -42,7 +42,11 @@ def order():
 
 
 inline = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
-                   st.floats(), st.text(max_size=4), st.binary(max_size=3))
+                   st.tuples(st.integers(3999, 4001), st.sampled_from([-1, 0, 1]))
+                   .map(lambda e: 10 ** e[0] + e[1]),          # ints written in hex past 10**4000
+                   st.floats(), st.text(max_size=4), st.binary(max_size=3),
+                   st.text(st.characters(codec=None, categories=["Cs", "Lo", "So"]),
+                           max_size=3))   # lone surrogates: text encoded surrogatepass
 simple = st.one_of(st.builds(Cell, st.integers(), inline), st.builds(Pair, inline, inline),
                    st.tuples(inline, inline), st.frozensets(st.integers(), max_size=4),
                    st.sampled_from(list(Colour)), st.builds(Slotted, inline))

@@ -146,22 +146,8 @@ class SetOrder:
         component: its digest is taken here directly, the same, without the graph."""
         found, rest = {}, {}
         keep, kinds, stable, cell_of = self.keep, self.kinds, self.stable, self.cell_of
-        plain, instance_key = self.plain, self.instance_key
+        members = self.plain_digests(members, found)
         for m in members:
-            # an instance of a plain layout whose values are all inline (the common
-            # member): its tokens straight from its fields, as parts_of would give them
-            schema = plain.get(m.__class__)
-            if schema is None:
-                schema = plain[m.__class__] = _plain_schema(m.__class__, kinds)
-            if schema:
-                values = instance_parts(schema, m)
-                if set(map(type, values)) <= INLINE:
-                    digest = found[id(m)] = _hash([instance_key(schema, m),
-                                                   *map(inline_token, values)])
-                    cell = cell_of(m)
-                    if cell is None or cell[0] is not False:
-                        stable[id(m)] = digest
-                    continue
             parts = key, children, unordered_from = parts_of(m, keep, kinds)
             tokens = [key]
             for v in children:
@@ -182,6 +168,43 @@ class SetOrder:
         if rest:
             found.update(self.graph_digests([m for m in members if id(m) in rest], rest))
         return found
+
+    def plain_digests(self, members: list[Any], found: dict[int, str]) -> list[Any]:
+        """Digest the members that are instances of a plain layout whose values are all
+        inline (the common member: a frozen dataclass of ints, a namedtuple of floats)
+        into ``found``, a class at a time, their tokens straight from their fields as
+        ``parts_of`` would give them; return the others, in order. Such a member is a
+        node with no edge, alone in its component: ``graph_digests`` would give it
+        the same digest."""
+        plain, kinds, stable, cell_of = self.plain, self.kinds, self.stable, self.cell_of
+        by_class: dict[type, list[Any]] = {}
+        for m in members:
+            by_class.setdefault(m.__class__, []).append(m)
+        others = []
+        for cls, group in by_class.items():
+            schema = plain.get(cls)
+            if schema is None:
+                schema = plain[cls] = _plain_schema(cls, kinds)
+            if not schema:
+                others += group
+                continue
+            if schema.has_dict:
+                keys = [_prefix(self.instance_key(schema, m)) for m in group]
+            else:
+                keys = [_prefix(self.instance_key(schema, group[0]))] * len(group)
+            for m, key in zip(group, keys):
+                text = _inline_text(key, instance_parts(schema, m))
+                if text is None:
+                    others.append(m)
+                    continue
+                digest = found[id(m)] = "#" + xxh3_128_hexdigest(text)
+                cell = cell_of(m)
+                if cell is None or cell[0] is not False:     # not in progress
+                    stable[id(m)] = digest
+        if len(others) < len(members):          # in the members' order, by identity
+            left = set(map(id, others))
+            others = [m for m in members if id(m) in left]
+        return others
 
     def graph_digests(self, members: list[Any], made: dict[int, Any] | None = None
                       ) -> dict[int, str]:
@@ -300,6 +323,32 @@ def _hash(tokens):
     # Length-prefixed, so no two token lists give the same text.
     return "#" + xxh3_128_hexdigest("".join([f"{len(t)}:{t}" for t in tokens])
                                     .encode("utf-8", "surrogatepass"))
+
+
+def _prefix(token):
+    return f"{len(token)}:{token}"
+
+
+def _inline_text(prefix, values):
+    """What ``_hash`` hashes for a key (``prefix``: its length-prefixed text) and
+    values, each its ``inline_token`` (written out for the common types, without a
+    call per value); None unless every value is inline."""
+    parts = [prefix]
+    for v in values:
+        cls = v.__class__
+        if cls is int and -_DECIMAL < v < _DECIMAL:
+            t = str(v)
+            parts.append(f"{len(t) + 1}:i{t}")
+        elif cls is float:
+            parts.append(f"17:f{_pack_double(v).hex()}")
+        elif cls is str:
+            parts.append(f"{len(v) + 1}:s{v}")
+        elif cls in INLINE:
+            t = inline_token(v)
+            parts.append(f"{len(t)}:{t}")
+        else:
+            return None
+    return "".join(parts).encode("utf-8", "surrogatepass")
 
 
 def _tokens(out, unordered_from, digest):
