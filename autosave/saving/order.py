@@ -144,7 +144,8 @@ class SetOrder:
         are all inline values (a frozen dataclass of ints, a namedtuple of floats: the
         common set member hashed by value) is a node with no edge there, alone in its
         component: its digest is taken here directly, the same, without the graph."""
-        found, rest = {}, {}
+        found: dict[int, str] = {}
+        rest: dict[int, Any] = {}
         keep, kinds, stable, cell_of = self.keep, self.kinds, self.stable, self.cell_of
         members = self.plain_digests(members, found)
         for m in members:
