@@ -99,8 +99,8 @@ def state():
         g.brain = patrol(g, waypoints)
         for k in range(1 + i % 7):
             value = next(g.brain)
-            if i == 5 and k == 0:
-                g.brain.send(9)           # into chase: a yield-from delegate
+        if i in (5, 6):
+            g.brain.send(40)              # into chase: a yield-from delegate
         guards.append(g)
     errands_ = []
     for steps in range(9):
