@@ -7,6 +7,8 @@ a root value, references as absolute record indices. What an attacker writes.
     data = f.bytes()                       # the last record is the root
 """
 
+import contextlib
+
 import msgpack
 
 from autosave.format.wire import encode
@@ -89,3 +91,17 @@ def pack(body):
     """msgpack bytes of a body (unset-slot markers and wide ints as the extensions)."""
     from autosave.format.wire import msgpack_pack
     return msgpack_pack(body)
+
+
+@contextlib.contextmanager
+def coroutines_as_records():
+    """Saves written meanwhile hold each coroutine as a record ``autosave.coroutine``
+    (format 6's form, which later versions still load) instead of in a batch: what
+    forged records are planted in."""
+    from autosave.coroutines.adapter import CoroutineAdapter
+    row = CoroutineAdapter.batch_row
+    CoroutineAdapter.batch_row = None
+    try:
+        yield
+    finally:
+        CoroutineAdapter.batch_row = row

@@ -63,6 +63,18 @@ class CoroutineAdapter(Adapter):
                 append(value)
         return out
 
+    def batch_row(self, obj):
+        """(saved names, row) of a coroutine written in a batch (format 7): the row is
+        its function, its label, then the value of each name, in the names' order."""
+        parts = self.parts(obj)
+        return tuple(parts[2::2]), [parts[0], parts[1], *parts[3::2]]
+
+    @staticmethod
+    def batch_plan(names):
+        """The load plan of a type entry ``autosave.coroutine`` with names: a batch's."""
+        from .batches import CoroutineBatchPlan
+        return CoroutineBatchPlan(names)
+
     def labels(self, parts):
         """The function, the label, then each saved local's name and value."""
         yield ".<function>"
@@ -181,6 +193,12 @@ def layout_of(vals):
     # str only, before they are hashed as a key (no class's __hash__ runs)
     if type(label) is not str or not all(type(n) is str for n in names):
         raise ValueError("a coroutine's label and local names are strings")
+    return layout_for(fn, label, names)
+
+
+def layout_for(fn, label, names):
+    """The ``_Layout`` of ``fn`` (the resolved function) parked at ``label`` (a str)
+    with the saved ``names`` (strs): found again, or made on first sight."""
     if type(fn) is types.FunctionType:    # hashed by identity: no class's __hash__ runs
         layouts = _LAYOUTS.get(fn)
         if layouts is not None:

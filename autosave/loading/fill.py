@@ -42,6 +42,10 @@ def allocate(plans, batches):
     for b, batch in enumerate(batches):
         t, n = batch[0], batch[1]
         plan = plans[t]
+        if getattr(plan, "batch_plan", None) is not None:
+            # a batch of coroutines saving no names: its entry is the records' one,
+            # whose plan, for this load, is the batches' (a record under it is refused)
+            plan = plans[t] = plan.batch_plan(())
         if plan is LIST_PLAN or plan is DICT_PLAN or plan is TUPLE_PLAN:
             what, columns = ENTRIES[plan]
             if len(batch) != 2 + columns:
@@ -59,6 +63,12 @@ def allocate(plans, batches):
             if built_whole(plan, batch):
                 whole.append((b, len(objs), n))
             objs += map(plan.new, repeat(plan.cls, n))
+        elif getattr(plan, "batch_rows", False):     # coroutines: frames, filled later
+            if len(batch) != 4 + len(plan.names):
+                raise FormatError(f"batch {b} ({plan.name} with {len(plan.names)} names) "
+                                  f"must have {2 + len(plan.names)} columns, it has "
+                                  f"{len(batch) - 2}")
+            objs += plan.allocate_batch(n)
         elif type(plan) is EnumPlan:
             if len(batch) != 3:
                 raise FormatError(f"batch {b} (enum {plan.cls.__qualname__}) must have 1 "
@@ -95,6 +105,8 @@ def built_whole(plan, batch):
     nothing they need is built later."""
     if type(plan) is EnumPlan or namedtuple_plan(plan):
         return True
+    if getattr(plan, "batch_rows", False):
+        return False
     hash_ = plan.cls.__hash__
     return hash_ is not object.__hash__ and hash_ is not None and all(
         column[0] == COLUMN_INLINE or column[0] == COLUMN_CODED
@@ -229,7 +241,8 @@ class Filler:
                 start += n
                 continue
             entries = plan in ENTRIES          # lengths, then entries
-            reads = not entries and bool(plan.upgrades)
+            rows = not entries and getattr(plan, "batch_rows", False)
+            reads = not entries and not rows and bool(plan.upgrades)
             try:
                 columns = [self.resolve(column, None if entries and i else n, reads,
                                         lengths=entries and not i)
@@ -238,6 +251,8 @@ class Filler:
                     self.fill_lists(members, columns, any_missing, start)
                 elif plan is DICT_PLAN:
                     self.fill_dicts(members, columns, any_missing, start)
+                elif rows:
+                    self.fill_rows(plan, members, columns, any_missing, start)
                 elif reads:
                     self.read_later(batch[0], n, columns, start)
                 else:
@@ -349,6 +364,28 @@ class Filler:
                  for values, index, _ in columns]
         rows = map(list, zip(repeat(t), *parts)) if parts else ([t] for _ in range(n))
         self.reading.update(zip(range(start, start + n), rows))
+
+    def fill_rows(self, plan, objs, columns, any_missing, start):
+        """Objects filled a row at a time by their plan (coroutines): those whose values
+        are all built at once, in bulk; each of the others when the last of its values
+        is (its restore, as ``fill_instances``'s)."""
+        if any(absent for _, _, absent in columns):
+            raise FormatError(f"a {plan.name}'s column holds an unset-slot marker")
+        values = [v for v, _, _ in columns]
+        late = {}
+        for field, (v, index, _) in enumerate(columns, 1):
+            for k, j in self.waiting(v, index, any_missing):
+                late.setdefault(k, []).append((field, j))
+        if not late:
+            plan.fill_rows(objs, values)
+            return
+        ready = [k not in late for k in range(len(objs))]
+        plan.fill_rows(list(compress(objs, ready)), [list(compress(v, ready)) for v in values])
+        for k, waits in late.items():
+            row = [None, *(v[k] for v in values)]
+            for field, j in waits:
+                self.patch(j, row.__setitem__, (field,), start + k)
+            self.restores[start + k] = partial(plan.fill_row, objs[k], row)
 
     def fill_instances(self, plan, objs, columns, any_missing, start):
         values = [v for v, _, _ in columns]

@@ -88,6 +88,9 @@ class Batches:
         self.by_object = {}
         self.decided = set()           # classes a column has met
         self.filed = ((), None)        # the objects add_all filed last, and their serials
+        self.rows = {}                 # id -> the row of an object filed by row_handler,
+                                       # until its batch's columns are taken
+        self.row_batches = {}          # (adapter, names) -> its Batch
 
     # -- meeting objects -------------------------------------------------------------
 
@@ -186,6 +189,33 @@ class Batches:
             cell[0] = (add(batch(tuple(obj.__dict__)) if shaped else batch, obj),)
             stale(cell)
         return file_or_record
+
+    def row_handler(self, adapter):
+        """The walk's handler for a type whose objects are written in batches a row each
+        (coroutines: ``adapter.batch_row(obj)`` gives the saved names and the row), one
+        batch per names, whose type entry lists them. Never in ``by_class``: a column
+        meeting one mentions it, and the walk files it here."""
+        walker, shapes, rows = self.walker, self.row_batches, self.rows
+        memo, add, stale = self.memo, self.add, self.stale.append
+        batch_row, name = adapter.batch_row, adapter.name
+
+        def file_row(obj):
+            names, row = batch_row(obj)
+            batch = shapes.get((adapter, names))
+            if batch is None:
+                batch = shapes[adapter, names] = Batch(
+                    walker.index_of((adapter, names), name, 1, names), 2 + len(names),
+                    self.take_rows)
+                self.all.append(batch)
+            rows[id(obj)] = row
+            cell = memo[id(obj)]
+            cell[0] = (add(batch, obj),)
+            stale(cell)
+        return file_row
+
+    def take_rows(self, objs):
+        """The columns of objects filed by ``row_handler``: their rows, read down."""
+        return list(map(list, zip(*map(self.rows.pop, map(id, objs)))))
 
     def add(self, batch, obj):
         serial = self.serial = self.serial + 1

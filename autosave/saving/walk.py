@@ -307,6 +307,8 @@ class Walker:
 
     def plain_handler_for(self, cls):
         kind, detail = dispatch.kind_of(cls)
+        if kind == dispatch.ADAPTER and getattr(detail, "batch_row", None) is not None:
+            return self.batches.row_handler(detail)     # coroutines: a batch per shape
         if batchable(cls, kind, detail):
             if kind != dispatch.ADAPTER:
                 REGISTRY.check_savable_name(cls, "class")

@@ -1,0 +1,131 @@
+"""Coroutines written in batches (format version 7; docs/format.md, "Batches").
+
+A batch of coroutines has a type entry ``autosave.coroutine`` whose fields are the
+saved names (the locals bound where its coroutines are parked, sorted), and the columns
+function, label, then one per name. Each batch object loads as the record
+``[function, label, name, value, ...]`` it stands for would (``adapter``), with the same
+checks; what a (function, label, names) decides is found once per distinct function
+and label of the batch (``adapter._Layout``), and a hidden local's column is typed once
+when its values are all of the types its check accepts outright.
+"""
+
+from collections import deque
+from itertools import compress, repeat
+from types import CellType, FunctionType
+from typing import Any
+
+from ..errors import FormatError
+from ..format import kernels
+from .adapter import check_hidden, layout_for, layout_of
+from .runtime import Loading
+
+_new = object.__new__
+_FUNCTION_KINDS = {FunctionType}
+_LABEL_KINDS = {str}
+GROUPS_BY_MASK = 8        # distinct (function, label) pairs selected by a pass each
+
+
+class CoroutineBatchPlan:
+    """The plan of a type entry ``autosave.coroutine`` with names: only batches use
+    one (a record under it is a FormatError)."""
+    name = "autosave.coroutine"
+    mutable, has_fill, has_loaded_hook, reads_parts, hashes = True, True, True, False, False
+    build_finished = fill_finished = None
+    batch_rows = True
+
+    def __init__(self, names: list[str]):
+        self.names = tuple(names)       # strs: type_entry checked them
+
+    def allocate(self, rec: list[Any]) -> Any:
+        raise FormatError("a type entry autosave.coroutine with names is for batches "
+                          "only; a record names it")
+
+    def build(self, vals: list[Any]) -> Any:
+        return self.allocate(vals)
+
+    def fill(self, obj: Any, vals: list[Any]) -> None:
+        self.allocate(vals)
+
+    @staticmethod
+    def allocate_batch(n: int) -> list[Any]:
+        """n frames with no generator protocol, filled with the batch objects."""
+        return list(map(_new, repeat(Loading, n)))
+
+    def fill_row(self, obj: Any, row: list[Any]) -> None:
+        """Fill one frame from its row ``[_, function, label, value...]``, as its record
+        would be filled."""
+        vals = [None, row[1], row[2]]
+        for name, value in zip(self.names, row[3:]):
+            vals += (name, value)
+        try:
+            layout = layout_of(vals)
+            layout.fill(obj, vals[4::2])
+        except ValueError as e:
+            raise FormatError(str(e)) from None
+        obj.__class__ = layout.placeholder
+
+    def fill_rows(self, objs: list[Any], columns: list[list[Any]]) -> None:
+        """Fill the frames ``objs`` from their columns (function, label, a column per
+        name), every value built: one layout per distinct function and label."""
+        if not objs:
+            return
+        functions, labels, values = columns[0], columns[1], columns[2:]
+        if not kernels.kinds(functions) <= _FUNCTION_KINDS or \
+                not kernels.kinds(labels) <= _LABEL_KINDS:
+            # as records, one by one: their own errors (a label not a str, a function
+            # that is not a coroutine's)
+            for k, obj in enumerate(objs):
+                self.fill_row(obj, [None, *(column[k] for column in columns)])
+            return
+        # (function, str): hashed by identity and by the str's hash, no class's runs
+        keys = list(zip(functions, labels))
+        distinct = list(dict.fromkeys(keys))
+        names = self.names
+        if len(distinct) == 1:
+            fill_frames(layout_for(*distinct[0], names), objs, values)
+            return
+        if len(distinct) <= GROUPS_BY_MASK:
+            for key in distinct:
+                chosen = list(map(key.__eq__, keys))
+                fill_frames(layout_for(*key, names), list(compress(objs, chosen)),
+                            [list(compress(column, chosen)) for column in values])
+            return
+        groups: dict[tuple[Any, str], list[int]] = {}
+        for k, key in enumerate(keys):
+            groups.setdefault(key, []).append(k)
+        for key, ks in groups.items():
+            fill_frames(layout_for(*key, names), [objs[k] for k in ks],
+                        [[column[k] for k in ks] for column in values])
+
+
+def fill_frames(layout: Any, objs: list[Any], values: list[list[Any]]) -> None:
+    """Fill frames parked under one layout from the columns of its names: the hidden
+    locals typed a column at a time, then each frame's ``__dict__`` made whole."""
+    for pos, saved, quick, accepts in layout.hidden:
+        column = values[pos]
+        if not kernels.kinds(column) <= quick:
+            for value in column:
+                if type(value) not in quick and not accepts(value):
+                    check_hidden(layout.spec, layout.label, saved, value)   # raises
+    kept = [values[pos] for pos in layout.keep]
+    if layout.cells or layout.empty_cells or any(cell for _, _, cell in layout.defaults) \
+            or (layout.plain and any(CellType in kernels.kinds(c) for c in kept)):
+        # cells to make or to unwrap: frame by frame, as records are
+        rows = zip(*values) if values else repeat((), len(objs))
+        for obj, row in zip(objs, rows):
+            layout.fill(obj, list(row))
+            obj.__class__ = layout.placeholder
+        return
+    n = len(objs)
+    base = dict(layout.unbound) if layout.unbound is not None else {}
+    for attr, default, _ in layout.defaults:
+        base[attr] = default
+    keys = [*base, *layout.attrs]       # a name saved twice: the last value wins
+    columns = [*map(repeat, base.values(), repeat(n)), *kept]
+    dicts = map(dict, map(zip, repeat(keys), zip(*columns))) if columns else \
+        map(dict, repeat((), n))
+    deque(map(setattr, objs, repeat("__dict__"), dicts), 0)
+    deque(map(setattr, objs, repeat("__qualname__"), repeat(layout.qualname, n)), 0)
+    deque(map(setattr, objs, repeat("_state"), repeat(layout.state, n)), 0)
+    deque(map(setattr, objs, repeat("__class__"), repeat(layout.placeholder, n)), 0)
+
