@@ -95,13 +95,17 @@ def pack(body):
 
 @contextlib.contextmanager
 def coroutines_as_records():
-    """Saves written meanwhile hold each coroutine as a record ``autosave.coroutine``
-    (format 6's form, which later versions still load) instead of in a batch: what
-    forged records are planted in."""
+    """Saves written meanwhile hold each coroutine and loop iterator as a record
+    (``autosave.coroutine``, ``builtins.list_iterator``...: format 6's form, which later
+    versions still load) instead of in a batch: what forged records are planted in."""
     from autosave.coroutines.adapter import CoroutineAdapter
-    row = CoroutineAdapter.batch_row
-    CoroutineAdapter.batch_row = None
+    from autosave.model.adapters.iterators import ListIteratorAdapter, RangeIteratorAdapter
+    kinds = (CoroutineAdapter, ListIteratorAdapter, RangeIteratorAdapter)
+    rows = [kind.batch_row for kind in kinds]
+    for kind in kinds:
+        kind.batch_row = None
     try:
         yield
     finally:
-        CoroutineAdapter.batch_row = row
+        for kind, row in zip(kinds, rows):
+            kind.batch_row = row

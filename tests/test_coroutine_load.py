@@ -276,20 +276,67 @@ def test_a_list_subclass_is_iterated_without_its_own_methods(game, kind, positio
     assert rest == expected
 
 
-def test_a_list_iterator_over_a_batch_list_far_past_its_end_is_refused(game):
-    """The position is checked when it is set, once the list is filled."""
+@pytest.mark.parametrize("batched", [False, True])
+@pytest.mark.parametrize("position", [10 ** 9, -1, -5])
+def test_a_list_iterator_over_a_batch_list_far_past_its_end_is_refused(game, batched,
+                                                                        position):
+    """The position is checked when it is set, once the list is filled: in a record,
+    and in a batch of list iterators (format 7)."""
+    items = [1, 2, 3]
+    npc = game.Npc("a", items, [1])
+    npc.brain = game.walk(items, [1])
+    next(npc.brain)
+    if batched:
+        data = autosave.dumps([npc])
+    else:
+        with coroutines_as_records():
+            data = autosave.dumps([npc])
+    types, records, root, unset, closes, batches = decode(data)
+    iterator = types.index(["builtins.list_iterator", 1, []])
+    if batched:
+        batch = next(b for b in batches if b[0] == iterator)
+        batch[3] = [0, [position]]
+    else:
+        rec = next(r for r in records if r[0] == iterator)
+        rec[2] = position
+    for i, c in enumerate(closes):
+        if c:
+            records[i][0] = ~records[i][0]
+    with pytest.raises(FormatError, match="past the end" if position > 0 else "negative"):
+        autosave.loads(encode(types, records, root, batches))
+
+
+@pytest.mark.parametrize("column, value", [(2, 5), (2, None), (2, "abc"), (2, [0]),
+                                           (3, 1.0), (3, "0"), (3, None), (3, True)])
+def test_a_forged_list_iterator_batch_is_refused(game, column, value):
+    """A batch of list iterators whose sequence is not a list of the save's batches,
+    or whose position is not an int."""
     items = [1, 2, 3]
     npc = game.Npc("a", items, [1])
     npc.brain = game.walk(items, [1])
     next(npc.brain)
     types, records, root, unset, closes, batches = decode(autosave.dumps([npc]))
-    iterator = types.index(["builtins.list_iterator", 1, []])
-    rec = next(r for r in records if r[0] == iterator)
-    rec[2] = 10 ** 9
+    batch = next(b for b in batches if types[b[0]][0] == "builtins.list_iterator")
+    if type(value) is list:                        # the npc: a batch object, not a list
+        value = [sum(b[1] for b in batches[:next(
+            k for k, b in enumerate(batches) if types[b[0]][0].endswith(".Npc"))])]
+    batch[column] = as_column([value])
     for i, c in enumerate(closes):
         if c:
             records[i][0] = ~records[i][0]
-    with pytest.raises(FormatError, match="past the end"):
+    with pytest.raises(FormatError, match="list_iterator"):
+        autosave.loads(encode(types, records, root, batches))
+
+
+@pytest.mark.parametrize("bounds", [(0, 5, 0), (0, 5.0, 1), ("0", 5, 1), (None, 1, 1),
+                                    (0, [0], 1)])
+def test_a_forged_range_iterator_batch_is_refused(bounds):
+    it = iter(range(3))
+    data = autosave.dumps([it])
+    types, records, root, unset, closes, batches = decode(data)
+    batch = next(b for b in batches if types[b[0]][0] == "builtins.range_iterator")
+    batch[2:] = [as_column([v]) for v in bounds]
+    with pytest.raises(FormatError, match="range_iterator"):
         autosave.loads(encode(types, records, root, batches))
 
 

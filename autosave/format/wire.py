@@ -355,10 +355,11 @@ def decode(data: bytes | bytearray | memoryview, buffers: Any = None) -> tuple:
                   coded=version >= 5, packed=version >= 6)
     if version < 7 and batches:
         for b, batch in enumerate(batches):
-            if _coroutine_entry(types[batch[0]]):
-                raise FormatError(f"batch {b} holds coroutines, which format version "
-                                  f"{version} writes as records (batches of coroutines "
-                                  f"are version 7's)")
+            entry = types[batch[0]]
+            if _coroutine_entry(entry) or _iterator_entry(entry):
+                raise FormatError(f"batch {b} holds {entry[0]} objects, which format "
+                                  f"version {version} writes as records (batches of "
+                                  f"coroutines and loop iterators are version 7's)")
     ext_hook.buffers.check(types, records)
     return types, records, root, ext_hook.unset, closes_cycle, batches
 
@@ -442,6 +443,10 @@ def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Re
             coroutines.add(batch[0])
             expanded.extend([batch[0], fn, label, *chain.from_iterable(zip(names, values))]
                             for fn, label, *values in zip(*columns))
+        elif _iterator_entry(types[batch[0]]):     # each row its record's payload
+            if any(len(c) != n for c in columns):
+                raise FormatError(f"batch {b}: a column does not hold {n} values")
+            expanded.extend([batch[0], *row] for row in zip(*columns))
         elif entries:
             if len(columns) != entries:
                 raise FormatError(f"batch {b} must have {entries} columns")
@@ -466,6 +471,16 @@ def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Re
     for t in coroutines:       # as a record's type entry: the names are in the records
         types[t] = [types[t][0], types[t][1], []]
     return types, expanded + records, root
+
+
+# Adapter types whose objects version 7 writes in batches, a row being the record's
+# payload (autosave/model/adapters/iterators.py)
+ITERATOR_BATCHES = ("builtins.list_iterator", "builtins.list_reverseiterator",
+                    "builtins.range_iterator")
+
+
+def _iterator_entry(entry: Any) -> bool:
+    return type(entry) is list and len(entry) == 3 and entry[0] in ITERATOR_BATCHES
 
 
 def _coroutine_entry(entry: Any) -> bool:

@@ -38,13 +38,14 @@ def _aligned(mask, index):
 def allocate(plans, batches):
     """The batch objects in index order: empty, and the tuples built (from inline
     values and the other batch objects); checks each batch's type and columns."""
-    objs, tuples, whole, named = [], [], [], []
+    objs, tuples, whole, named, made = [], [], [], [], []
     for b, batch in enumerate(batches):
         t, n = batch[0], batch[1]
         plan = plans[t]
         if getattr(plan, "batch_plan", None) is not None:
-            # a batch of coroutines saving no names: its entry is the records' one,
-            # whose plan, for this load, is the batches' (a record under it is refused)
+            # a batch of a type whose records have an entry of their own (iterators,
+            # coroutines saving no names): for this load, its plan is the batches' (a
+            # record under it is refused)
             plan = plans[t] = plan.batch_plan(())
         if plan is LIST_PLAN or plan is DICT_PLAN or plan is TUPLE_PLAN:
             what, columns = ENTRIES[plan]
@@ -69,6 +70,12 @@ def allocate(plans, batches):
                                   f"must have {2 + len(plan.names)} columns, it has "
                                   f"{len(batch) - 2}")
             objs += plan.allocate_batch(n)
+        elif getattr(plan, "build_batch", None) is not None:   # iterators: made below
+            if len(batch) != 2 + plan.ncolumns:
+                raise FormatError(f"batch {b} ({plan.name}) must have {plan.ncolumns} "
+                                  f"columns, it has {len(batch) - 2}")
+            made.append((b, len(objs), n, plan))
+            objs += repeat(None, n)
         elif type(plan) is EnumPlan:
             if len(batch) != 3:
                 raise FormatError(f"batch {b} (enum {plan.cls.__qualname__}) must have 1 "
@@ -89,6 +96,14 @@ def allocate(plans, batches):
         build_named(plans, objs, batches, named)
     if tuples:
         build_tuples(objs, batches, tuples)
+    if made:       # from inline values and lists, all allocated by now
+        filler = Filler(None, batches, objs, None)
+        filler.any_missing = False
+        for b, start, n, plan in made:
+            try:
+                plan.build_batch(filler, objs, start, n, batches[b])
+            except FormatError as e:
+                raise FormatError(f"batch {b}: {e}") from None
     return objs
 
 
@@ -105,8 +120,8 @@ def built_whole(plan, batch):
     nothing they need is built later."""
     if type(plan) is EnumPlan or namedtuple_plan(plan):
         return True
-    if getattr(plan, "batch_rows", False):
-        return False
+    if getattr(plan, "batch_rows", False) or getattr(plan, "build_batch", None):
+        return getattr(plan, "whole", False)
     hash_ = plan.cls.__hash__
     return hash_ is not object.__hash__ and hash_ is not None and all(
         column[0] == COLUMN_INLINE or column[0] == COLUMN_CODED
@@ -232,14 +247,19 @@ class Filler:
         for) is patched in when it is (``patches``)."""
         objs, start = self.objs, 0
         self.any_missing = any_missing
+        finishing = []
         for b, batch in enumerate(self.batches):
             n = batch[1]
-            members = objs[start:start + n]
             plan = self.plans[batch[0]]
             if plan is TUPLE_PLAN or (          # built when allocated
                     plan not in ENTRIES and built_whole(plan, batch)):
                 start += n
                 continue
+            if getattr(plan, "finish_batch", None) is not None:
+                finishing.append((b, plan))      # list iterators: once lists are filled
+                start += n
+                continue
+            members = objs[start:start + n]
             entries = plan in ENTRIES          # lengths, then entries
             rows = not entries and getattr(plan, "batch_rows", False)
             reads = not entries and not rows and bool(plan.upgrades)
@@ -260,6 +280,12 @@ class Filler:
             except FormatError as e:
                 raise FormatError(f"batch {b}: {e}") from None
             start += n
+        # before hide_missing: a list still waiting for a value has its saved length
+        for b, plan in finishing:
+            try:
+                plan.finish_batch()
+            except FormatError as e:
+                raise FormatError(f"batch {b}: {e}") from None
 
     def resolve(self, column, n, aligned=False, lengths=False):
         """(values, index, unset): the column's values resolved; when some may not be

@@ -190,21 +190,29 @@ class Batches:
             stale(cell)
         return file_or_record
 
-    def row_handler(self, adapter):
+    def row_handler(self, adapter, record):
         """The walk's handler for a type whose objects are written in batches a row each
-        (coroutines: ``adapter.batch_row(obj)`` gives the saved names and the row), one
-        batch per names, whose type entry lists them. Never in ``by_class``: a column
-        meeting one mentions it, and the walk files it here."""
+        (coroutines, list and range iterators: ``adapter.batch_row(obj)`` gives the
+        saved names and the row, or None for an object that is a record, made by the
+        handler ``record()`` makes, when one first is: its type entry only then), one
+        batch per names, whose type entry lists them. Never in
+        ``by_class``: a column meeting one mentions it, and the walk files it here."""
         walker, shapes, rows = self.walker, self.row_batches, self.rows
         memo, add, stale = self.memo, self.add, self.stale.append
         batch_row, name = adapter.batch_row, adapter.name
+        records = []
 
         def file_row(obj):
-            names, row = batch_row(obj)
+            found = batch_row(obj)
+            if found is None:
+                if not records:
+                    records.append(record())
+                return records[0](obj)
+            names, row = found
             batch = shapes.get((adapter, names))
             if batch is None:
                 batch = shapes[adapter, names] = Batch(
-                    walker.index_of((adapter, names), name, 1, names), 2 + len(names),
+                    walker.index_of((adapter, names), name, 1, names), len(row),
                     self.take_rows)
                 self.all.append(batch)
             rows[id(obj)] = row
