@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import FormatError
 from ..format import kernels
 from .adapter import check_hidden, layout_for, layout_of
-from .runtime import Loading
+from .runtime import Coroutine, Loading
 
 _new = object.__new__
 _FUNCTION_KINDS = {FunctionType}
@@ -29,12 +29,25 @@ class CoroutineBatchPlan:
     """The plan of a type entry ``autosave.coroutine`` with names: only batches use
     one (a record under it is a FormatError)."""
     name = "autosave.coroutine"
-    mutable, has_fill, has_loaded_hook, reads_parts, hashes = True, True, True, False, False
+    # the frames' class is set when the load completes (``completed``), not by a hook
+    mutable, has_fill, has_loaded_hook, reads_parts, hashes = True, True, False, False, False
     build_finished = fill_finished = None
     batch_rows = True
 
     def __init__(self, names: list[str]):
         self.names = tuple(names)       # strs: type_entry checked them
+        self.plain: list[tuple[list[Any], type]] = []   # (frames, their class), in bulk
+        self.one_by_one: list[Any] = []  # frames completed by Loading's own hook
+
+    def completed(self) -> None:
+        """The load is complete (every record built and filled, before any
+        ``__autosave_loaded__`` hook runs): each frame becomes its function's class,
+        its cells unwrapped first where it holds any."""
+        for objs, real in self.plain:
+            deque(map(setattr, objs, repeat("__class__"), repeat(real, len(objs))), 0)
+        for obj in self.one_by_one:
+            Loading.__autosave_loaded__(obj)
+        self.plain, self.one_by_one = [], []
 
     def allocate(self, rec: list[Any]) -> Any:
         raise FormatError("a type entry autosave.coroutine with names is for batches "
@@ -63,6 +76,7 @@ class CoroutineBatchPlan:
         except ValueError as e:
             raise FormatError(str(e)) from None
         obj.__class__ = layout.placeholder
+        self.one_by_one.append(obj)
 
     def fill_rows(self, objs: list[Any], columns: list[list[Any]]) -> None:
         """Fill the frames ``objs`` from their columns (function, label, a column per
@@ -82,25 +96,33 @@ class CoroutineBatchPlan:
         distinct = list(dict.fromkeys(keys))
         names = self.names
         if len(distinct) == 1:
-            fill_frames(layout_for(*distinct[0], names), objs, values)
+            self.fill_layout(layout_for(*distinct[0], names), objs, values)
             return
         if len(distinct) <= GROUPS_BY_MASK:
             for key in distinct:
                 chosen = list(map(key.__eq__, keys))
-                fill_frames(layout_for(*key, names), list(compress(objs, chosen)),
-                            [list(compress(column, chosen)) for column in values])
+                self.fill_layout(layout_for(*key, names), list(compress(objs, chosen)),
+                                 [list(compress(column, chosen)) for column in values])
             return
         groups: dict[tuple[Any, str], list[int]] = {}
         for k, key in enumerate(keys):
             groups.setdefault(key, []).append(k)
         for key, ks in groups.items():
-            fill_frames(layout_for(*key, names), [objs[k] for k in ks],
-                        [[column[k] for k in ks] for column in values])
+            self.fill_layout(layout_for(*key, names), [objs[k] for k in ks],
+                             [[column[k] for k in ks] for column in values])
+
+    def fill_layout(self, layout: Any, objs: list[Any], values: list[list[Any]]) -> None:
+        if fill_frames(layout, objs, values):
+            self.plain.append((objs, layout.placeholder._real))
+        else:
+            self.one_by_one += objs
 
 
-def fill_frames(layout: Any, objs: list[Any], values: list[list[Any]]) -> None:
+def fill_frames(layout: Any, objs: list[Any], values: list[list[Any]]) -> bool:
     """Fill frames parked under one layout from the columns of its names: the hidden
-    locals typed a column at a time, then each frame's ``__dict__`` made whole."""
+    locals typed a column at a time, then each frame's ``__dict__`` made whole. Whether
+    the frames hold no cell to unwrap when the load completes (``Loading``'s hook):
+    then they become their function's class in bulk."""
     for pos, saved, quick, accepts in layout.hidden:
         column = values[pos]
         if not kernels.kinds(column) <= quick:
@@ -115,17 +137,29 @@ def fill_frames(layout: Any, objs: list[Any], values: list[list[Any]]) -> None:
         for obj, row in zip(objs, rows):
             layout.fill(obj, list(row))
             obj.__class__ = layout.placeholder
-        return
+        return False
     n = len(objs)
-    base = dict(layout.unbound) if layout.unbound is not None else {}
-    for attr, default, _ in layout.defaults:
-        base[attr] = default
-    keys = [*base, *layout.attrs]       # a name saved twice: the last value wins
-    columns = [*map(repeat, base.values(), repeat(n)), *kept]
-    dicts = map(dict, map(zip, repeat(keys), zip(*columns))) if columns else \
-        map(dict, repeat((), n))
-    deque(map(setattr, objs, repeat("__dict__"), dicts), 0)
-    deque(map(setattr, objs, repeat("__qualname__"), repeat(layout.qualname, n)), 0)
-    deque(map(setattr, objs, repeat("_state"), repeat(layout.state, n)), 0)
+    fields, columns = frame_columns(layout)
+    kernels.fill_attributes(objs, [*fields, *layout.attrs],
+                            [*([value] * n for value in columns), *kept])
+    kernels.fill_slots(_FRAME_SLOTS, objs, [[layout.qualname] * n, [layout.state] * n])
     deque(map(setattr, objs, repeat("__class__"), repeat(layout.placeholder, n)), 0)
+    return True
+
+
+_FRAME_SLOTS = [Coroutine.__dict__["__qualname__"], Coroutine.__dict__["_state"]]
+
+
+def frame_columns(layout: Any) -> tuple[list[str], list[Any]]:
+    """The frame entries a layout's frames hold besides its saved names: the unbound
+    locals and the parameters' defaults (found once per layout)."""
+    found = layout.__dict__.get("frame_columns")
+    if found is None:
+        saved = set(layout.attrs)
+        base = {attr: value for attr, value in (layout.unbound or {}).items()
+                if attr not in saved}
+        for attr, default, _ in layout.defaults:
+            base[attr] = default
+        found = layout.frame_columns = (list(base), list(base.values()))
+    return found
 

@@ -287,6 +287,18 @@ class Filler:
             except FormatError as e:
                 raise FormatError(f"batch {b}: {e}") from None
 
+    def completed(self):
+        """The load is complete, before any ``__autosave_loaded__`` hook: the plans
+        that finish their batch objects then (coroutine frames take their function's
+        class) do."""
+        done = set()
+        for batch in self.batches:
+            plan = self.plans[batch[0]]
+            completed = getattr(plan, "completed", None)
+            if completed is not None and id(plan) not in done:
+                done.add(id(plan))
+                completed()
+
     def resolve(self, column, n, aligned=False, lengths=False):
         """(values, index, unset): the column's values resolved; when some may not be
         built yet (or ``aligned``), the index each value refers to (None for inline

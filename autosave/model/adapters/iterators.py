@@ -24,11 +24,12 @@ Building one never calls game code: functions of ``map``/``filter`` are only sto
 import gc
 from collections import deque
 from collections.abc import Callable
-from itertools import islice, repeat
+from itertools import islice
 from operator import le, lt
 from typing import Any
 
 from ...errors import FormatError
+from ...format import kernels
 from ...checks.limits import charge
 from ...checks.loadcheck import MAX_ITERATOR_GAP
 from ..registry import REGISTRY
@@ -194,7 +195,7 @@ class _IteratorBatch:
             values, index, absent = filler.resolve(column, n)
             if absent:
                 raise FormatError(f"a {self.name} batch holds an unset-slot marker")
-            if ints and (index is not None or not kinds(values) <= _INTS):
+            if ints and (index is not None or not kernels.kinds(values) <= _INTS):
                 raise FormatError(f"a {self.name} batch's {('positions', 'bounds')[self.whole]}"
                                   f" are ints")
             out.append((values, index))
@@ -202,10 +203,6 @@ class _IteratorBatch:
 
 
 _INTS = {int}
-
-
-def kinds(values):
-    return set(map(type, values))
 
 
 class ListIteratorBatch(_IteratorBatch):
@@ -218,7 +215,7 @@ class ListIteratorBatch(_IteratorBatch):
 
     def build_batch(self, filler, objs, start, n, batch):
         (seqs, index), (positions, _) = self.columns(filler, batch, n, (False, True))
-        if index is None or not kinds(seqs) <= {list}:
+        if index is None or not kernels.kinds(seqs) <= {list}:
             raise FormatError(f"a {self.name} batch's sequences are lists of the save")
         objs[start:start + n] = map(self.adapter.make, seqs)
         self.pending.append((objs[start:start + n], seqs, positions))
