@@ -9,6 +9,7 @@ and label of the batch (``adapter._Layout``), and a hidden local's column is typ
 when its values are all of the types its check accepts outright.
 """
 
+import sys
 from collections import deque
 from itertools import compress, repeat
 from types import CellType, FunctionType
@@ -17,7 +18,7 @@ from typing import Any
 from ..errors import FormatError
 from ..format import kernels
 from .adapter import check_hidden, layout_for, layout_of
-from .runtime import Coroutine, Loading
+from .runtime import UNBOUND, Coroutine, Loading
 
 _new = object.__new__
 _FUNCTION_KINDS = {FunctionType}
@@ -78,9 +79,11 @@ class CoroutineBatchPlan:
         obj.__class__ = layout.placeholder
         self.one_by_one.append(obj)
 
-    def fill_rows(self, objs: list[Any], columns: list[list[Any]]) -> None:
+    def fill_rows(self, objs: list[Any], columns: list[list[Any]],
+                  refers: list[bool]) -> None:
         """Fill the frames ``objs`` from their columns (function, label, a column per
-        name), every value built: one layout per distinct function and label."""
+        name), every value built: one layout per distinct function and label.
+        ``refers[i]``: whether column i may hold references (else inline values)."""
         if not objs:
             return
         functions, labels, values = columns[0], columns[1], columns[2:]
@@ -91,47 +94,64 @@ class CoroutineBatchPlan:
             for k, obj in enumerate(objs):
                 self.fill_row(obj, [None, *(column[k] for column in columns)])
             return
-        # (function, str): hashed by identity and by the str's hash, no class's runs
-        keys = list(zip(functions, labels))
-        distinct = list(dict.fromkeys(keys))
-        names = self.names
+        # functions hash by identity, strs by their own hash: no class's code runs (a
+        # column of one function, or one label, is told by a count: identity first)
+        fn = functions[0]
+        if functions.count(fn) == len(functions):
+            keys = labels
+            distinct = [(fn, labels[0])] if labels.count(labels[0]) == len(labels) else \
+                [(fn, label) for label in dict.fromkeys(labels)]
+        else:
+            keys = list(zip(functions, labels))
+            distinct = list(dict.fromkeys(keys))
+        refers = refers[2:]
         if len(distinct) == 1:
-            self.fill_layout(layout_for(*distinct[0], names), objs, values)
+            self.fill_layout(distinct[0], objs, values, refers)
             return
         if len(distinct) <= GROUPS_BY_MASK:
             for key in distinct:
-                chosen = list(map(key.__eq__, keys))
-                self.fill_layout(layout_for(*key, names), list(compress(objs, chosen)),
-                                 [list(compress(column, chosen)) for column in values])
+                chosen = list(map((key[1] if keys is labels else key).__eq__, keys))
+                self.fill_layout(key, list(compress(objs, chosen)),
+                                 [list(compress(column, chosen)) for column in values],
+                                 refers)
             return
-        groups: dict[tuple[Any, str], list[int]] = {}
+        groups: dict[Any, list[int]] = {}
         for k, key in enumerate(keys):
             groups.setdefault(key, []).append(k)
         for key, ks in groups.items():
-            self.fill_layout(layout_for(*key, names), [objs[k] for k in ks],
-                             [[column[k] for k in ks] for column in values])
+            self.fill_layout(key if keys is not labels else (distinct[0][0], key),
+                             [objs[k] for k in ks],
+                             [[column[k] for k in ks] for column in values], refers)
 
-    def fill_layout(self, layout: Any, objs: list[Any], values: list[list[Any]]) -> None:
-        if fill_frames(layout, objs, values):
+    def fill_layout(self, key: tuple[Any, str], objs: list[Any], values: list[list[Any]],
+                    refers: list[bool]) -> None:
+        layout = layout_for(*key, self.names)
+        if fill_frames(layout, objs, values, refers):
             self.plain.append((objs, layout.placeholder._real))
         else:
             self.one_by_one += objs
 
 
-def fill_frames(layout: Any, objs: list[Any], values: list[list[Any]]) -> bool:
+def fill_frames(layout: Any, objs: list[Any], values: list[list[Any]],
+                refers: list[bool]) -> bool:
     """Fill frames parked under one layout from the columns of its names: the hidden
     locals typed a column at a time, then each frame's ``__dict__`` made whole. Whether
     the frames hold no cell to unwrap when the load completes (``Loading``'s hook):
-    then they become their function's class in bulk."""
+    then they stay frames of no function's class until the load completes, when they
+    take their function's class in bulk (``completed``)."""
+    kinds = {}
     for pos, saved, quick, accepts in layout.hidden:
         column = values[pos]
-        if not kernels.kinds(column) <= quick:
+        found = kinds[pos] = kernels.kinds(column)
+        if not found <= quick:
             for value in column:
                 if type(value) not in quick and not accepts(value):
                     check_hidden(layout.spec, layout.label, saved, value)   # raises
-    kept = [values[pos] for pos in layout.keep]
+    # a cell is an object: only a column that refers to objects may hold one
     if layout.cells or layout.empty_cells or any(cell for _, _, cell in layout.defaults) \
-            or (layout.plain and any(CellType in kernels.kinds(c) for c in kept)):
+            or (layout.plain and any(
+                CellType in (kinds.get(pos) or kernels.kinds(values[pos]))
+                for pos in layout.keep if refers[pos])):
         # cells to make or to unwrap: frame by frame, as records are
         rows = zip(*values) if values else repeat((), len(objs))
         for obj, row in zip(objs, rows):
@@ -139,27 +159,31 @@ def fill_frames(layout: Any, objs: list[Any], values: list[list[Any]]) -> bool:
             obj.__class__ = layout.placeholder
         return False
     n = len(objs)
-    fields, columns = frame_columns(layout)
-    kernels.fill_attributes(objs, [*fields, *layout.attrs],
-                            [*([value] * n for value in columns), *kept])
+    # each frame's __dict__ a copy of the layout's (every entry there, unbound), then
+    # its saved values set in place: no entry added, no table grown
+    template, attrs = frame_of(layout)
+    deque(map(setattr, objs, repeat("__dict__"), map(dict.copy, repeat(template, n))), 0)
+    kernels.fill_attributes(objs, attrs, [values[pos] for pos in layout.keep])
     kernels.fill_slots(_FRAME_SLOTS, objs, [[layout.qualname] * n, [layout.state] * n])
-    deque(map(setattr, objs, repeat("__class__"), repeat(layout.placeholder, n)), 0)
     return True
 
 
 _FRAME_SLOTS = [Coroutine.__dict__["__qualname__"], Coroutine.__dict__["_state"]]
 
 
-def frame_columns(layout: Any) -> tuple[list[str], list[Any]]:
-    """The frame entries a layout's frames hold besides its saved names: the unbound
-    locals and the parameters' defaults (found once per layout)."""
-    found = layout.__dict__.get("frame_columns")
+def frame_of(layout: Any) -> tuple[dict[str, Any], list[str]]:
+    """The ``__dict__`` a layout's frames start from (every frame entry unbound, the
+    parameters added since at their defaults) and the saved names' entries, made once
+    per layout. The entries' names are interned, as the step function's own are: each
+    lookup, here and as the coroutine runs, matches by identity."""
+    found = layout.__dict__.get("frame_template")
     if found is None:
-        saved = set(layout.attrs)
-        base = {attr: value for attr, value in (layout.unbound or {}).items()
-                if attr not in saved}
+        template = {sys.intern(attr): UNBOUND for attr in layout.unbound or ()}
+        attrs = [sys.intern(attr) for attr in layout.attrs]
+        for attr in attrs:
+            template.setdefault(attr, None)
         for attr, default, _ in layout.defaults:
-            base[attr] = default
-        found = layout.frame_columns = (list(base), list(base.values()))
+            template[sys.intern(attr)] = default
+        found = layout.frame_template = (template, attrs)
     return found
 

@@ -414,11 +414,13 @@ class Filler:
         for field, (v, index, _) in enumerate(columns, 1):
             for k, j in self.waiting(v, index, any_missing):
                 late.setdefault(k, []).append((field, j))
+        refers = [index is not None for _, index, _ in columns]
         if not late:
-            plan.fill_rows(objs, values)
+            plan.fill_rows(objs, values, refers)
             return
         ready = [k not in late for k in range(len(objs))]
-        plan.fill_rows(list(compress(objs, ready)), [list(compress(v, ready)) for v in values])
+        plan.fill_rows(list(compress(objs, ready)), [list(compress(v, ready)) for v in values],
+                       refers)
         for k, waits in late.items():
             row = [None, *(v[k] for v in values)]
             for field, j in waits:
