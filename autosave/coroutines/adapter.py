@@ -17,6 +17,8 @@ lacks that has a default (added since) gets its default.
 
 import itertools
 import types
+from itertools import compress, repeat
+from operator import is_not, itemgetter
 from types import CellType
 from typing import Any
 
@@ -65,9 +67,22 @@ class CoroutineAdapter(Adapter):
 
     def batch_row(self, obj):
         """(saved names, row) of a coroutine written in a batch (format 7): the row is
-        its function, its label, then the value of each name, in the names' order."""
-        parts = self.parts(obj)
-        return tuple(parts[2::2]), [parts[0], parts[1], *parts[3::2]]
+        its function, its label, then the value of each name, in the names' order (what
+        ``parts`` gives, its frame read at once)."""
+        spec, state = obj._spec, obj._state
+        plan = _ROW_PLANS.get((spec, state))
+        if plan is None:
+            plan = _row_plan(self, obj, spec, state)
+        label, names, read, checks = plan
+        values = read(obj.__dict__)
+        for pos, saved, check in checks:
+            value = values[pos]
+            if type(value) not in check[0] and value is not UNBOUND and not check[1](value):
+                _check_saved_hidden(spec, label, saved, value)      # raises
+        bound = list(map(is_not, values, repeat(UNBOUND)))
+        if all(bound):
+            return names, [spec.ref, label, *values]
+        return tuple(compress(names, bound)), [spec.ref, label, *compress(values, bound)]
 
     @staticmethod
     def batch_plan(names):
@@ -168,6 +183,29 @@ def _save_plan(spec, state):
                for saved, attr in spec.saved[state]]
     plan = _SAVE_PLANS[spec, state] = (spec.labels[state], entries)
     return plan
+
+
+# (spec, state) -> (label, every saved name, fn(frame dict) -> their values as a tuple,
+# [(position, saved name, hidden local's check)])
+_ROW_PLANS: dict[tuple[object, int], tuple[str, tuple[str, ...], Any, list[Any]]] = {}
+
+
+def _row_plan(adapter, obj, spec, state):
+    """``_save_plan`` for a batch's row: the frame's entries read by one itemgetter."""
+    plan = _SAVE_PLANS.get((spec, state))
+    if plan is None:
+        if state == RUNNING:
+            adapter.parts(obj)                  # raises, as a record's save does
+        plan = _save_plan(spec, state)
+    label, entries = plan
+    names = tuple(saved for saved, _, _ in entries)
+    attrs = [attr for _, attr, _ in entries]
+    read = (itemgetter(*attrs) if len(attrs) > 1 else
+            (lambda d, get=itemgetter(*attrs): (get(d),)) if attrs else (lambda d: ()))
+    checks = [(pos, saved, check) for pos, (saved, _, check) in enumerate(entries)
+              if check is not None]
+    found = _ROW_PLANS[spec, state] = (label, names, read, checks)
+    return found
 
 
 def _quick(kind):

@@ -37,6 +37,7 @@ from ..model.registry import REGISTRY
 
 _ABSENT_TYPE = type(ABSENT)
 _first = itemgetter(0)
+_second = itemgetter(1)
 _INLINE_COLUMN = INLINE_TYPES | {_ABSENT_TYPE}
 
 
@@ -91,6 +92,7 @@ class Batches:
         self.rows = {}                 # id -> the row of an object filed by row_handler,
                                        # until its batch's columns are taken
         self.row_batches = {}          # (adapter, names) -> its Batch
+        self.row_files = {}            # class filed by row_handler -> fn(objs, keys)
 
     # -- meeting objects -------------------------------------------------------------
 
@@ -190,17 +192,26 @@ class Batches:
             stale(cell)
         return file_or_record
 
-    def row_handler(self, adapter, record):
+    def row_handler(self, cls, adapter, record):
         """The walk's handler for a type whose objects are written in batches a row each
         (coroutines, list and range iterators: ``adapter.batch_row(obj)`` gives the
         saved names and the row, or None for an object that is a record, made by the
         handler ``record()`` makes, when one first is: its type entry only then), one
         batch per names, whose type entry lists them. Never in
-        ``by_class``: a column meeting one mentions it, and the walk files it here."""
+        ``by_class``: a column meeting several files them at once (``row_files``)."""
         walker, shapes, rows = self.walker, self.row_batches, self.rows
         memo, add, stale = self.memo, self.add, self.stale.append
         batch_row, name = adapter.batch_row, adapter.name
         records = []
+
+        def batch_of(names, row):
+            batch = shapes.get((adapter, names))
+            if batch is None:
+                batch = shapes[adapter, names] = Batch(
+                    walker.index_of((adapter, names), name, 1, names), len(row),
+                    self.take_rows)
+                self.all.append(batch)
+            return batch
 
         def file_row(obj):
             found = batch_row(obj)
@@ -209,16 +220,39 @@ class Batches:
                     records.append(record())
                 return records[0](obj)
             names, row = found
-            batch = shapes.get((adapter, names))
-            if batch is None:
-                batch = shapes[adapter, names] = Batch(
-                    walker.index_of((adapter, names), name, 1, names), len(row),
-                    self.take_rows)
-                self.all.append(batch)
+            batch = batch_of(names, row)
             rows[id(obj)] = row
             cell = memo[id(obj)]
             cell[0] = (add(batch, obj),)
             stale(cell)
+
+        def file_rows(objs, keys=None):
+            """objs met in a column, none met before: filed a batch (a shape) at a
+            time, in the order met; those that are records walked after them."""
+            found = list(map(batch_row, objs))
+            if any(map(is_, found, repeat(None))):
+                rest = [obj for obj, f in zip(objs, found) if f is None]
+                objs = [obj for obj, f in zip(objs, found) if f is not None]
+                found = [f for f in found if f is not None]
+                keys = None
+            else:
+                rest = ()
+            if found:
+                shaped = list(map(_first, found))
+                distinct = list(dict.fromkeys(shaped))     # tuples of strs
+                for names in distinct:
+                    if len(distinct) == 1:
+                        group, got = objs, found
+                    else:
+                        chosen = list(map(names.__eq__, shaped))
+                        group, got, keys = list(compress(objs, chosen)), \
+                            list(compress(found, chosen)), None
+                    rows.update(zip(map(id, group), map(_second, got)))
+                    self.add_all(batch_of(names, got[0][1]), group, keys)
+            if rest:
+                walker.mention_in_order(rest)
+
+        self.row_files[cls] = file_rows
         return file_row
 
     def take_rows(self, objs):
@@ -278,10 +312,10 @@ class Batches:
         # Classes filed in batches (decided already: ``decide_all``): each in bulk,
         # in the order met; the rest are walked in order (their handlers, and type
         # entries, made as they come).
-        by_class = self.by_class
-        rest = [cls for cls in kinds if cls not in by_class]
+        by_class, row_files = self.by_class, self.row_files
+        rest = [cls for cls in kinds if cls not in by_class and cls not in row_files]
         for cls, group in zip(kinds, groups):
-            if cls in by_class:
+            if cls in by_class or cls in row_files:
                 self.meet_class(cls, group)
         if len(rest) == 1:
             self.walker.mention_in_order(groups[kinds.index(rest[0])])
@@ -309,6 +343,10 @@ class Batches:
         walker = self.walker
         if cls not in self.by_class:
             self.decide(cls, objs[0])
+        file_rows = self.row_files.get(cls)
+        if file_rows is not None:       # coroutines, loop iterators: a row each
+            file_rows(objs, keys)
+            return
         batch = self.by_class.get(cls)
         if batch is not None:
             fits = self.fits.get(cls)
