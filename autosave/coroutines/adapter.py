@@ -73,16 +73,19 @@ class CoroutineAdapter(Adapter):
         plan = _ROW_PLANS.get((spec, state))
         if plan is None:
             plan = _row_plan(self, obj, spec, state)
-        label, names, read, checks = plan
+        label, names, read, checks, shapes = plan
         values = read(obj.__dict__)
         for pos, saved, check in checks:
             value = values[pos]
             if type(value) not in check[0] and value is not UNBOUND and not check[1](value):
                 _check_saved_hidden(spec, label, saved, value)      # raises
-        bound = list(map(is_not, values, repeat(UNBOUND)))
-        if all(bound):
+        bound = bytes(map(is_not, values, repeat(UNBOUND)))
+        shape = shapes.get(bound)
+        if shape is None:         # the names bound: one tuple per shape (columns.py)
+            shape = shapes[bound] = tuple(compress(names, bound))
+        if shape is names:
             return names, [spec.ref, label, *values]
-        return tuple(compress(names, bound)), [spec.ref, label, *compress(values, bound)]
+        return shape, [spec.ref, label, *compress(values, bound)]
 
     @staticmethod
     def batch_plan(names):
@@ -186,8 +189,9 @@ def _save_plan(spec, state):
 
 
 # (spec, state) -> (label, every saved name, fn(frame dict) -> their values as a tuple,
-# [(position, saved name, hidden local's check)])
-_ROW_PLANS: dict[tuple[object, int], tuple[str, tuple[str, ...], Any, list[Any]]] = {}
+# [(position, saved name, hidden local's check)], {which are bound: the names saved})
+_ROW_PLANS: dict[tuple[object, int], tuple[str, tuple[str, ...], Any, list[Any],
+                                          dict[bytes, tuple[str, ...]]]] = {}
 
 
 def _row_plan(adapter, obj, spec, state):
@@ -204,7 +208,8 @@ def _row_plan(adapter, obj, spec, state):
             (lambda d, get=itemgetter(*attrs): (get(d),)) if attrs else (lambda d: ()))
     checks = [(pos, saved, check) for pos, (saved, _, check) in enumerate(entries)
               if check is not None]
-    found = _ROW_PLANS[spec, state] = (label, names, read, checks)
+    found = _ROW_PLANS[spec, state] = (label, names, read, checks,
+                                       {b"\x01" * len(names): names})
     return found
 
 

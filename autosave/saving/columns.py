@@ -43,7 +43,7 @@ _INLINE_COLUMN = INLINE_TYPES | {_ABSENT_TYPE}
 
 class Batch:
     """The objects of one type entry, in discovery order, and their columns so far."""
-    __slots__ = ("t", "objs", "serials", "done", "segments", "get", "lengths")
+    __slots__ = ("t", "objs", "serials", "done", "segments", "get", "lengths", "rows")
 
     def __init__(self, t, nfields, get, lengths=0):
         self.t = t
@@ -53,6 +53,7 @@ class Batch:
         self.done = 0                  # objects whose columns are taken
         self.segments = [[] for _ in range(nfields)]   # per column: [(kind, values)]
         self.get = get                 # objs -> one sequence per column
+        self.rows = []                 # a row per object, for row batches (row_handler)
         # how many columns come first that hold inline values only: lengths (len()'s
         # ints), and a dict batch's keys (its dicts are those keyed by inline values)
         self.lengths = lengths
@@ -89,8 +90,6 @@ class Batches:
         self.by_object = {}
         self.decided = set()           # classes a column has met
         self.filed = ((), None)        # the objects add_all filed last, and their serials
-        self.rows = {}                 # id -> the row of an object filed by row_handler,
-                                       # until its batch's columns are taken
         self.row_batches = {}          # (adapter, names) -> its Batch
         self.row_files = {}            # class filed by row_handler -> fn(objs, keys)
 
@@ -199,7 +198,7 @@ class Batches:
         handler ``record()`` makes, when one first is: its type entry only then), one
         batch per names, whose type entry lists them. Never in
         ``by_class``: a column meeting several files them at once (``row_files``)."""
-        walker, shapes, rows = self.walker, self.row_batches, self.rows
+        walker, shapes = self.walker, self.row_batches
         memo, add, stale = self.memo, self.add, self.stale.append
         batch_row, name = adapter.batch_row, adapter.name
         records = []
@@ -208,8 +207,8 @@ class Batches:
             batch = shapes.get((adapter, names))
             if batch is None:
                 batch = shapes[adapter, names] = Batch(
-                    walker.index_of((adapter, names), name, 1, names), len(row),
-                    self.take_rows)
+                    walker.index_of((adapter, names), name, 1, names), len(row), None)
+                batch.get = _rows_of(batch)
                 self.all.append(batch)
             return batch
 
@@ -221,9 +220,9 @@ class Batches:
                 return records[0](obj)
             names, row = found
             batch = batch_of(names, row)
-            rows[id(obj)] = row
             cell = memo[id(obj)]
             cell[0] = (add(batch, obj),)
+            batch.rows.append(row)
             stale(cell)
 
         def file_rows(objs, keys=None):
@@ -238,26 +237,30 @@ class Batches:
             else:
                 rest = ()
             if found:
+                # an adapter gives one names tuple per shape it meets (equal shapes
+                # of other origins may be other tuples: a group each, one batch)
                 shaped = list(map(_first, found))
-                distinct = list(dict.fromkeys(shaped))     # tuples of strs
+                distinct = [shaped[0]] if shaped.count(shaped[0]) == len(shaped) else \
+                    list(dict(zip(map(id, shaped), shaped)).values())
                 for names in distinct:
                     if len(distinct) == 1:
                         group, got = objs, found
                     else:
-                        chosen = list(map(names.__eq__, shaped))
+                        chosen = list(map(is_, shaped, repeat(names)))
                         group, got, keys = list(compress(objs, chosen)), \
                             list(compress(found, chosen)), None
-                    rows.update(zip(map(id, group), map(_second, got)))
-                    self.add_all(batch_of(names, got[0][1]), group, keys)
+                    batch = batch_of(names, got[0][1])
+                    self.add_all(batch, group, keys)
+                    if self.filed[0] is group:
+                        batch.rows += map(_second, got)
+                    else:        # a repeated object: filed once, the first time
+                        by_id = dict(zip(map(id, group), map(_second, got)))
+                        batch.rows += map(by_id.__getitem__, map(id, self.filed[0]))
             if rest:
                 walker.mention_in_order(rest)
 
         self.row_files[cls] = file_rows
         return file_row
-
-    def take_rows(self, objs):
-        """The columns of objects filed by ``row_handler``: their rows, read down."""
-        return list(map(list, zip(*map(self.rows.pop, map(id, objs)))))
 
     def add(self, batch, obj):
         serial = self.serial = self.serial + 1
@@ -612,6 +615,16 @@ class Batches:
                 refs.append(values[2])
         return [COLUMN_MIXED, b"".join(masks), _joined(inline),
                 self.differences(refs)]
+
+
+def _rows_of(batch: Batch) -> Any:
+    """A row batch's ``get``: the columns of the objects filed since the last step,
+    their rows read down (each row is let go once read)."""
+    def get(objs: list[Any]) -> list[list[Any]]:
+        rows, batch.rows = batch.rows, []
+        assert len(rows) == len(objs)
+        return list(map(list, zip(*rows)))
+    return get
 
 
 def _joined(parts: list[Any]) -> list[Any]:
