@@ -18,7 +18,7 @@ lacks that has a default (added since) gets its default.
 import itertools
 import types
 from itertools import compress, repeat
-from operator import is_not, itemgetter
+from operator import is_, is_not, itemgetter
 from types import CellType
 from typing import Any
 
@@ -79,12 +79,12 @@ class CoroutineAdapter(Adapter):
             value = values[pos]
             if type(value) not in check[0] and value is not UNBOUND and not check[1](value):
                 _check_saved_hidden(spec, label, saved, value)      # raises
+        if not any(map(is_, values, repeat(UNBOUND))):
+            return names, [spec.ref, label, *values]
         bound = bytes(map(is_not, values, repeat(UNBOUND)))
         shape = shapes.get(bound)
         if shape is None:         # the names bound: one tuple per shape (columns.py)
             shape = shapes[bound] = tuple(compress(names, bound))
-        if shape is names:
-            return names, [spec.ref, label, *values]
         return shape, [spec.ref, label, *compress(values, bound)]
 
     @staticmethod

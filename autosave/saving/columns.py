@@ -240,8 +240,11 @@ class Batches:
                 # an adapter gives one names tuple per shape it meets (equal shapes
                 # of other origins may be other tuples: a group each, one batch)
                 shaped = list(map(_first, found))
-                distinct = [shaped[0]] if shaped.count(shaped[0]) == len(shaped) else \
-                    list(dict(zip(map(id, shaped), shaped)).values())
+                if shaped.count(shaped[0]) == len(shaped):
+                    distinct = [shaped[0]]
+                else:
+                    ids = list(map(id, shaped))
+                    distinct = [shaped[ids.index(i)] for i in dict.fromkeys(ids)]
                 for names in distinct:
                     if len(distinct) == 1:
                         group, got = objs, found

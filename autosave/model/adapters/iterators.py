@@ -160,8 +160,8 @@ class ListIteratorAdapter(Adapter):
         """An iterator over an exact list (always a batch object) goes in a batch
         (format 7): ``((), [list, position])``; one over anything else, or exhausted,
         is a record (None)."""
-        parts = self.parts(obj)
-        return ((), parts) if type(parts[0]) is list else None
+        rv = obj.__reduce__()
+        return ((), [rv[1][0], rv[2]]) if len(rv) > 2 and type(rv[1][0]) is list else None
 
     def batch_plan(self, fields):
         return _batch_plan(self, fields, ListIteratorBatch)
