@@ -162,8 +162,7 @@ def fill_frames(layout: Any, objs: list[Any], values: list[list[Any]],
     # each frame's __dict__ a copy of the layout's (every entry there, unbound), then
     # its saved values set in place: no entry added, no table grown
     template, attrs = frame_of(layout)
-    deque(map(setattr, objs, repeat("__dict__"), map(dict.copy, repeat(template, n))), 0)
-    kernels.fill_attributes(objs, attrs, [values[pos] for pos in layout.keep])
+    kernels.fill_frames(objs, template, attrs, [values[pos] for pos in layout.keep])
     kernels.fill_slots(_FRAME_SLOTS, objs, [[layout.qualname] * n, [layout.state] * n])
     return True
 
@@ -178,7 +177,8 @@ def frame_of(layout: Any) -> tuple[dict[str, Any], list[str]]:
     lookup, here and as the coroutine runs, matches by identity."""
     found = layout.__dict__.get("frame_template")
     if found is None:
-        template = {sys.intern(attr): UNBOUND for attr in layout.unbound or ()}
+        template: dict[str, Any] = {sys.intern(attr): UNBOUND
+                                    for attr in layout.unbound or ()}
         attrs = [sys.intern(attr) for attr in layout.attrs]
         for attr in attrs:
             template.setdefault(attr, None)
