@@ -42,6 +42,8 @@ class CoroutineAdapter(Adapter):
     # its fill keeps references and reads their types only (the hidden locals' checks):
     # it goes in its turn, never held back until the batch objects are filled
     reads_parts = False
+    # names -> the load plan of a batch of coroutines saving them (coroutines/batches.py)
+    batch_plan: Any = None
 
     def parts(self, obj):
         spec = obj._spec
@@ -86,12 +88,6 @@ class CoroutineAdapter(Adapter):
         if shape is None:         # the names bound: one tuple per shape (columns.py)
             shape = shapes[bound] = tuple(compress(names, bound))
         return shape, [spec.ref, label, *compress(values, bound)]
-
-    @staticmethod
-    def batch_plan(names):
-        """The load plan of a type entry ``autosave.coroutine`` with names: a batch's."""
-        from .batches import CoroutineBatchPlan
-        return CoroutineBatchPlan(names)
 
     def labels(self, parts):
         """The function, the label, then each saved local's name and value."""

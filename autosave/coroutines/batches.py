@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..format import kernels
-from .adapter import check_hidden, layout_for, layout_of
+from .adapter import COROUTINE, check_hidden, layout_for, layout_of
 from .runtime import UNBOUND, Coroutine, Loading
 
 _new = object.__new__
@@ -187,3 +187,6 @@ def frame_of(layout: Any) -> tuple[dict[str, Any], list[str]]:
         found = layout.frame_template = (template, attrs)
     return found
 
+
+# the load plan of a type entry ``autosave.coroutine`` with names (loading/plans.py)
+COROUTINE.batch_plan = CoroutineBatchPlan

@@ -33,11 +33,11 @@ from ..model.adapters import ADAPTERS_BY_TYPE
 from .batchable import (batch_kind, batchable, dict_columns, enum_names, inline_fields,
                         inline_keys, slot_columns, value_batchable)
 from .paths import placed, placed_cause
+from .rows import RowFiler
 from ..model.registry import REGISTRY
 
 _ABSENT_TYPE = type(ABSENT)
 _first = itemgetter(0)
-_second = itemgetter(1)
 _INLINE_COLUMN = INLINE_TYPES | {_ABSENT_TYPE}
 
 
@@ -192,78 +192,9 @@ class Batches:
         return file_or_record
 
     def row_handler(self, cls, adapter, record):
-        """The walk's handler for a type whose objects are written in batches a row each
-        (coroutines, list and range iterators: ``adapter.batch_row(obj)`` gives the
-        saved names and the row, or None for an object that is a record, made by the
-        handler ``record()`` makes, when one first is: its type entry only then), one
-        batch per names, whose type entry lists them. Never in
-        ``by_class``: a column meeting several files them at once (``row_files``)."""
-        walker, shapes = self.walker, self.row_batches
-        memo, add, stale = self.memo, self.add, self.stale.append
-        batch_row, name = adapter.batch_row, adapter.name
-        records = []
-
-        def batch_of(names, row):
-            batch = shapes.get((adapter, names))
-            if batch is None:
-                batch = shapes[adapter, names] = Batch(
-                    walker.index_of((adapter, names), name, 1, names), len(row), None)
-                batch.get = _rows_of(batch)
-                self.all.append(batch)
-            return batch
-
-        def file_row(obj):
-            found = batch_row(obj)
-            if found is None:
-                if not records:
-                    records.append(record())
-                return records[0](obj)
-            names, row = found
-            batch = batch_of(names, row)
-            cell = memo[id(obj)]
-            cell[0] = (add(batch, obj),)
-            batch.rows.append(row)
-            stale(cell)
-
-        def file_rows(objs, keys=None):
-            """objs met in a column, none met before: filed a batch (a shape) at a
-            time, in the order met; those that are records walked after them."""
-            found = list(map(batch_row, objs))
-            if any(map(is_, found, repeat(None))):
-                rest = [obj for obj, f in zip(objs, found) if f is None]
-                objs = [obj for obj, f in zip(objs, found) if f is not None]
-                found = [f for f in found if f is not None]
-                keys = None
-            else:
-                rest = ()
-            if found:
-                # an adapter gives one names tuple per shape it meets (equal shapes
-                # of other origins may be other tuples: a group each, one batch)
-                shaped = list(map(_first, found))
-                if shaped.count(shaped[0]) == len(shaped):
-                    distinct = [shaped[0]]
-                else:
-                    ids = list(map(id, shaped))
-                    distinct = [shaped[ids.index(i)] for i in dict.fromkeys(ids)]
-                for names in distinct:
-                    if len(distinct) == 1:
-                        group, got = objs, found
-                    else:
-                        chosen = list(map(is_, shaped, repeat(names)))
-                        group, got, keys = list(compress(objs, chosen)), \
-                            list(compress(found, chosen)), None
-                    batch = batch_of(names, got[0][1])
-                    self.add_all(batch, group, keys)
-                    if self.filed[0] is group:
-                        batch.rows += map(_second, got)
-                    else:        # a repeated object: filed once, the first time
-                        by_id = dict(zip(map(id, group), map(_second, got)))
-                        batch.rows += map(by_id.__getitem__, map(id, self.filed[0]))
-            if rest:
-                walker.mention_in_order(rest)
-
-        self.row_files[cls] = file_rows
-        return file_row
+        """The walk's handler for a type whose objects are written in batches a row
+        each (coroutines, loop iterators: ``rows.RowFiler``)."""
+        return RowFiler(self, cls, adapter, record, Batch).file_row
 
     def add(self, batch, obj):
         serial = self.serial = self.serial + 1
@@ -618,16 +549,6 @@ class Batches:
                 refs.append(values[2])
         return [COLUMN_MIXED, b"".join(masks), _joined(inline),
                 self.differences(refs)]
-
-
-def _rows_of(batch: Batch) -> Any:
-    """A row batch's ``get``: the columns of the objects filed since the last step,
-    their rows read down (each row is let go once read)."""
-    def get(objs: list[Any]) -> list[list[Any]]:
-        rows, batch.rows = batch.rows, []
-        assert len(rows) == len(objs)
-        return list(map(list, zip(*rows)))
-    return get
 
 
 def _joined(parts: list[Any]) -> list[Any]:
