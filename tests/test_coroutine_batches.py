@@ -96,3 +96,79 @@ def test_compat_verify_and_diff_read_a_format_7_save(tmp_path):
     assert any(c.path.endswith(".x") or "<label>" in c.path or c.kind == "value"
                for c in result.changes)
     assert not diff(a, autosave.dumps(game.state())).changes
+
+
+LATE = '''
+import autosave
+
+class Guard:
+    __slots__ = ("name", "brain")
+
+    def __init__(self, name):
+        self.name, self.brain = name, None
+
+class Badge:
+    """Rebuilt by its constructor from the guard it names: a record that waits for
+    the batch objects (its arguments are read), so a frame holding one is filled after
+    the batches, when the badge is built."""
+    def __init__(self, guard):
+        self.guard, self.seen = guard, guard.name
+
+    def __reduce__(self):
+        return Badge, (self.guard,)
+
+autosave.reconstructor(Badge)
+
+@autosave.coroutine
+def wear(guard):
+    badge = Badge(guard)
+    while True:
+        yield badge.seen
+'''
+
+
+@pytest.fixture(scope="module")
+def late():
+    import linecache
+    import textwrap
+    from modtools import fresh_name, load_module, unload
+    name = fresh_name("cobatch")
+    autosave.allow(name)
+    source = textwrap.dedent(LATE)
+    linecache.cache[f"<{name}>"] = (len(source), None, source.splitlines(keepends=True),
+                                    f"<{name}>")
+    yield load_module(name, source)
+    unload(name)
+
+
+@pytest.mark.parametrize("loops", ["C", "Python"])
+def test_a_frame_whose_local_is_built_after_the_batches_is_filled_then(late, loops,
+                                                                        monkeypatch):
+    from autosave.coroutines.batches import CoroutineBatchPlan
+    late_fills = []
+    fill_row = CoroutineBatchPlan.fill_row
+    monkeypatch.setattr(CoroutineBatchPlan, "fill_row",
+                        lambda self, obj, row: (late_fills.append(obj),
+                                                fill_row(self, obj, row)))
+    guards = []
+    for i in range(4):
+        g = late.Guard(f"g{i}")
+        g.brain = late.wear(g)
+        next(g.brain)
+        guards.append(g)
+    data = autosave.dumps(guards)
+    types, records, _, _, _, batches = decode(data)
+    assert any(types[b[0]][0] == "autosave.coroutine" for b in batches)
+    assert any(types[r[0]][0] == "autosave.reduce" for r in records)
+    if loops == "Python":
+        with python_loops():
+            loaded = autosave.loads(data)
+    else:
+        loaded = autosave.loads(data)
+    assert late_fills == [g.brain for g in loaded]      # each filled once its badge was
+    assert [next(g.brain) for g in loaded] == ["g0", "g1", "g2", "g3"]
+    assert all(type(g.brain).__name__ == "wear" for g in loaded)
+    badges = [g.brain.__dict__[a] for g in loaded for a in g.brain.__dict__
+              if type(g.brain.__dict__[a]).__name__ == "Badge"]
+    assert [b.guard for b in badges] == loaded
+    assert autosave.dumps(loaded) == data
