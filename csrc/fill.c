@@ -296,6 +296,88 @@ fail:
     return NULL;
 }
 
+/* fill_frames(objs, template, fields, columns): give each object a copy of template (an
+ * exact dict) as its __dict__, then set vars(objs[i])[fields[j]] = columns[j][i]. A
+ * field must be an exact str the template holds (an entry replaced: no table grows),
+ * an object's class one with a __dict__ and object's own __setattr__ (a loading
+ * coroutine frame's). ValueError unless there is one column per field, each as long
+ * as objs, and every field is in the template; TypeError for a template not a dict or
+ * an object of another class. Everything is checked before any object is touched;
+ * what a replaced __dict__ or a copy frees may run Python, so the loop walks copies
+ * (tuples) and checks each column's size at each read. */
+PyObject *
+autosave_fill_frames(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "fill_frames(objs, template, fields, columns)");
+        return NULL;
+    }
+    PyObject *objs = NULL, *fields = NULL, *columns = NULL, *template = args[1];
+    if (!PyDict_CheckExact(template)) {
+        PyErr_SetString(PyExc_TypeError, "fill_frames copies a dict");
+        return NULL;
+    }
+    Py_INCREF(template);
+    if ((objs = as_tuple(args[0])) == NULL || (fields = as_tuple(args[2])) == NULL
+            || (columns = as_tuple(args[3])) == NULL)
+        goto fail;
+    Py_ssize_t k = PyTuple_GET_SIZE(fields), n = PyTuple_GET_SIZE(objs);
+    if (PyTuple_GET_SIZE(columns) != k) {
+        PyErr_SetString(PyExc_ValueError, "one column per field");
+        goto fail;
+    }
+    if (check_columns(columns, n) < 0)
+        goto fail;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *field = PyTuple_GET_ITEM(fields, j);
+        int held = PyUnicode_CheckExact(field) ? PyDict_Contains(template, field) : 0;
+        if (held < 0)
+            goto fail;
+        if (!held) {
+            PyErr_SetString(PyExc_ValueError, "a field the template does not hold");
+            goto fail;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTypeObject *tp = Py_TYPE(PyTuple_GET_ITEM(objs, i));
+        if (tp->tp_dictoffset == 0 || tp->tp_setattro != PyObject_GenericSetAttr) {
+            PyErr_SetString(PyExc_TypeError,
+                            "fill_frames fills objects with a __dict__ and no __setattr__");
+            goto fail;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyDict_Copy(template);
+        if (d == NULL)
+            goto fail;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            PyObject *value = column_item(columns, j, i);
+            int failed = value == NULL ? -1
+                : PyDict_SetItem(d, PyTuple_GET_ITEM(fields, j), value);
+            Py_XDECREF(value);
+            if (failed < 0) {
+                Py_DECREF(d);
+                goto fail;
+            }
+        }
+        int failed = PyObject_GenericSetDict(PyTuple_GET_ITEM(objs, i), d, NULL);
+        Py_DECREF(d);
+        if (failed < 0)
+            goto fail;
+    }
+    Py_DECREF(template);
+    Py_DECREF(objs);
+    Py_DECREF(fields);
+    Py_DECREF(columns);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(template);
+    Py_XDECREF(objs);
+    Py_XDECREF(fields);
+    Py_XDECREF(columns);
+    return NULL;
+}
+
 /* fill_dicts(dicts, lengths, keys, values): set each (empty) dict's run of entries,
  * in order. ValueError unless the lengths are ints >= 0 adding up to len(keys), with
  * one value per key; TypeError unless every key is of an inline type (hashing one runs

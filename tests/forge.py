@@ -7,6 +7,8 @@ a root value, references as absolute record indices. What an attacker writes.
     data = f.bytes()                       # the last record is the root
 """
 
+import contextlib
+
 import msgpack
 
 from autosave.format.wire import encode
@@ -89,3 +91,21 @@ def pack(body):
     """msgpack bytes of a body (unset-slot markers and wide ints as the extensions)."""
     from autosave.format.wire import msgpack_pack
     return msgpack_pack(body)
+
+
+@contextlib.contextmanager
+def coroutines_as_records():
+    """Saves written meanwhile hold each coroutine and loop iterator as a record
+    (``autosave.coroutine``, ``builtins.list_iterator``...: format 6's form, which later
+    versions still load) instead of in a batch: what forged records are planted in."""
+    from autosave.coroutines.adapter import CoroutineAdapter
+    from autosave.model.adapters.iterators import ListIteratorAdapter, RangeIteratorAdapter
+    kinds = (CoroutineAdapter, ListIteratorAdapter, RangeIteratorAdapter)
+    rows = [kind.batch_row for kind in kinds]
+    for kind in kinds:
+        kind.batch_row = None
+    try:
+        yield
+    finally:
+        for kind, row in zip(kinds, rows):
+            kind.batch_row = row

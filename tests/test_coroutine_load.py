@@ -19,7 +19,7 @@ import autosave
 from autosave.errors import FormatError
 from autosave.format.kernels import python_loops
 from autosave.format.wire import decode, encode
-from forge import Forge
+from forge import Forge, coroutines_as_records
 from modtools import fresh_name, load_module, unload
 
 SCRIPT = '''
@@ -276,20 +276,67 @@ def test_a_list_subclass_is_iterated_without_its_own_methods(game, kind, positio
     assert rest == expected
 
 
-def test_a_list_iterator_over_a_batch_list_far_past_its_end_is_refused(game):
-    """The position is checked when it is set, once the list is filled."""
+@pytest.mark.parametrize("batched", [False, True])
+@pytest.mark.parametrize("position", [10 ** 9, -1, -5])
+def test_a_list_iterator_over_a_batch_list_far_past_its_end_is_refused(game, batched,
+                                                                        position):
+    """The position is checked when it is set, once the list is filled: in a record,
+    and in a batch of list iterators (format 7)."""
+    items = [1, 2, 3]
+    npc = game.Npc("a", items, [1])
+    npc.brain = game.walk(items, [1])
+    next(npc.brain)
+    if batched:
+        data = autosave.dumps([npc])
+    else:
+        with coroutines_as_records():
+            data = autosave.dumps([npc])
+    types, records, root, unset, closes, batches = decode(data)
+    iterator = types.index(["builtins.list_iterator", 1, []])
+    if batched:
+        batch = next(b for b in batches if b[0] == iterator)
+        batch[3] = [0, [position]]
+    else:
+        rec = next(r for r in records if r[0] == iterator)
+        rec[2] = position
+    for i, c in enumerate(closes):
+        if c:
+            records[i][0] = ~records[i][0]
+    with pytest.raises(FormatError, match="past the end" if position > 0 else "negative"):
+        autosave.loads(encode(types, records, root, batches))
+
+
+@pytest.mark.parametrize("column, value", [(2, 5), (2, None), (2, "abc"), (2, [0]),
+                                           (3, 1.0), (3, "0"), (3, None), (3, True)])
+def test_a_forged_list_iterator_batch_is_refused(game, column, value):
+    """A batch of list iterators whose sequence is not a list of the save's batches,
+    or whose position is not an int."""
     items = [1, 2, 3]
     npc = game.Npc("a", items, [1])
     npc.brain = game.walk(items, [1])
     next(npc.brain)
     types, records, root, unset, closes, batches = decode(autosave.dumps([npc]))
-    iterator = types.index(["builtins.list_iterator", 1, []])
-    rec = next(r for r in records if r[0] == iterator)
-    rec[2] = 10 ** 9
+    batch = next(b for b in batches if types[b[0]][0] == "builtins.list_iterator")
+    if type(value) is list:                        # the npc: a batch object, not a list
+        value = [sum(b[1] for b in batches[:next(
+            k for k, b in enumerate(batches) if types[b[0]][0].endswith(".Npc"))])]
+    batch[column] = as_column([value])
     for i, c in enumerate(closes):
         if c:
             records[i][0] = ~records[i][0]
-    with pytest.raises(FormatError, match="past the end"):
+    with pytest.raises(FormatError, match="list_iterator"):
+        autosave.loads(encode(types, records, root, batches))
+
+
+@pytest.mark.parametrize("bounds", [(0, 5, 0), (0, 5.0, 1), ("0", 5, 1), (None, 1, 1),
+                                    (0, [0], 1)])
+def test_a_forged_range_iterator_batch_is_refused(bounds):
+    it = iter(range(3))
+    data = autosave.dumps([it])
+    types, records, root, unset, closes, batches = decode(data)
+    batch = next(b for b in batches if types[b[0]][0] == "builtins.range_iterator")
+    batch[2:] = [as_column([v]) for v in bounds]
+    with pytest.raises(FormatError, match="range_iterator"):
         autosave.loads(encode(types, records, root, batches))
 
 
@@ -302,7 +349,9 @@ def coroutine_record(game, **change):
     npc = game.Npc("a", items, [4])
     npc.brain = game.walk(items, [4])
     next(npc.brain)
-    types, records, root, unset, closes, batches = decode(autosave.dumps([npc]))
+    with coroutines_as_records():
+        data = autosave.dumps([npc])
+    types, records, root, unset, closes, batches = decode(data)
     t = types.index(["autosave.coroutine", 1, []])
     rec = next(r for r in records if r[0] == t)
     for i, c in enumerate(closes):
@@ -426,7 +475,9 @@ def test_forged_coroutine_and_iterator_records_are_refused_or_load_alike(game, e
     npc.brain = game.walk(items, [4, 5])
     for _ in range(3):
         next(npc.brain)
-    types, records, root, unset, closes, batches = decode(autosave.dumps([npc]))
+    with coroutines_as_records():
+        data = autosave.dumps([npc])
+    types, records, root, unset, closes, batches = decode(data)
     kinds = {i for i, t in enumerate(types) if t[0] in (
         "autosave.coroutine", "builtins.list_iterator", "builtins.list_reverseiterator",
         "builtins.enumerate", "builtins.range_iterator")}
@@ -490,3 +541,148 @@ def test_a_forged_pending_jump_is_refused_without_comparing_it(game, monkeypatch
     with pytest.raises(FormatError, match="pending"):
         autosave.loads(data)
     assert game.CALLS == []
+
+
+# -- forged coroutine batches (format 7) ---------------------------------------------------
+
+def column_values(column):
+    """A decoded column's values, references as absolute ``[index]`` arrays."""
+    from autosave.format.wire import _column_values
+    return _column_values(0, column)
+
+
+def as_column(values):
+    """The column a writer would give for values (references as ``[index]``), its mask
+    a byte per value as ``decode`` hands it on (``encode`` packs it)."""
+    refs = [v[0] for v in values if type(v) is list]
+    if not refs:
+        return [0, values]
+    return [2, bytes(type(v) is list for v in values), [v for v in values if type(v) is not list],
+            [b - a for a, b in zip([0, *refs], refs)]]
+
+
+def coroutine_batch(game, steps=1):
+    """A real save of parked coroutines in a batch: (types, records, root, batches, the
+    batch, its names), the records' cycle marks kept."""
+    npcs = []
+    for k in range(3):
+        items = [1, 2, 3]
+        npc = game.Npc("a", items, [4])
+        npc.brain = game.walk(items, [4])
+        for _ in range(steps):
+            next(npc.brain)
+        npcs.append(npc)
+    types, records, root, unset, closes, batches = decode(autosave.dumps(npcs))
+    for i, c in enumerate(closes):
+        if c:
+            records[i][0] = ~records[i][0]
+    batch = next(b for b in batches if types[b[0]][0] == "autosave.coroutine")
+    return types, records, root, batches, batch, types[batch[0]][2]
+
+
+@pytest.mark.parametrize("value", [5, None, b"label", 2.5, True, "no such label"])
+def test_a_forged_label_in_a_batch_is_refused(game, value):
+    types, records, root, batches, batch, names = coroutine_batch(game)
+    labels = column_values(batch[3])
+    labels[1] = value
+    batch[3] = as_column(labels)
+    error = autosave.IncompatibleSaveError if type(value) is str else FormatError
+    with pytest.raises(error, match="label"):
+        autosave.loads(encode(types, records, root, batches))
+
+
+def test_a_label_that_is_an_object_runs_no_hash(game):
+    """A label column referring to an object of the game's: refused as not a str,
+    before anything is hashed (the class's __hash__ would record a call)."""
+    types, records, root, batches, batch, names = coroutine_batch(game)
+    labels = column_values(batch[3])
+    labels[0] = [0]                   # the first batch object: an Npc or a list
+    batch[3] = as_column(labels)
+    game.CALLS.clear()
+    with pytest.raises(FormatError, match="string"):
+        autosave.loads(encode(types, records, root, batches))
+    assert game.CALLS == []
+
+
+@pytest.mark.parametrize("value", [5, None, "game.walk", [0]])
+def test_a_forged_function_in_a_batch_is_refused(game, value):
+    """The function column holding anything but a coroutine function: refused (a
+    reference resolves only to objects of the save, each checked)."""
+    types, records, root, batches, batch, names = coroutine_batch(game)
+    functions = column_values(batch[2])
+    functions[2] = value
+    batch[2] = as_column(functions)
+    with pytest.raises(autosave.errors.LoadError):
+        autosave.loads(encode(types, records, root, batches))
+
+
+@pytest.mark.parametrize("value", [5, "x", [0]])
+def test_a_forged_loop_iterator_in_a_batch_is_refused(game, value):
+    types, records, root, batches, batch, names = coroutine_batch(game)
+    pos = next(i for i, name in enumerate(names) if name.startswith("iter@"))
+    values = column_values(batch[4 + pos])
+    values[1] = value
+    batch[4 + pos] = as_column(values)
+    with pytest.raises(FormatError, match="loop iterator"):
+        autosave.loads(encode(types, records, root, batches))
+
+
+def test_forged_batch_shapes_are_refused(game):
+    types, records, root, batches, batch, names = coroutine_batch(game)
+    for forged in ([*batch, [0, [1, 2, 3]]], batch[:-1]):         # a column more, less
+        batches[batches.index(batch)] = forged
+        with pytest.raises(FormatError, match="columns"):
+            autosave.loads(encode(types, records, root, batches))
+        batches[batches.index(forged)] = batch
+    names.append(7)                                                # a name not a str
+    with pytest.raises(FormatError, match="type entry"):
+        autosave.loads(encode(types, records, root, batches))
+    names.pop()
+    from autosave.format.wire import ABSENT
+    values = column_values(batch[4])
+    values[0] = ABSENT                                             # an unset slot
+    batch[4] = as_column(values)
+    with pytest.raises(FormatError, match="unset"):
+        autosave.loads(encode(types, records, root, batches))
+
+
+def test_a_record_under_a_batch_s_type_entry_is_refused(game):
+    types, records, root, batches, batch, names = coroutine_batch(game)
+    records.append([batch[0], [-1], "<start>", *names])
+    with pytest.raises(FormatError, match="batches only"):
+        autosave.loads(encode(types, records, root, batches))
+
+
+def test_a_version_6_file_holding_a_coroutine_batch_is_refused(game):
+    from autosave.format.wire import frame, unframe
+    types, records, root, batches, batch, names = coroutine_batch(game)
+    data = bytearray(encode(types, records, root, batches))
+    _, body = unframe(bytes(data))
+    import autosave.format.wire as wire
+    head = wire.HEAD.pack(wire.MAGIC, 6, len(body))
+    old = head + wire.CHECKSUM.pack(wire.checksum(head, body)) + bytes(body)
+    assert autosave.loads(frame(bytes(body))) is not None
+    with pytest.raises(FormatError, match="version 6"):
+        autosave.loads(old)
+
+
+@given(edits=st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 10 ** 6), JUNK),
+                      min_size=1, max_size=4), steps=st.integers(0, 6))
+@settings(max_examples=120, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+def test_forged_coroutine_batches_are_refused_or_load_alike(game, edits, steps):
+    """Random values planted in the columns of a real save's coroutine batches (the
+    function, the label, any local): the load refuses them with a LoadError or loads,
+    the same way with the C and the Python loops, and no code of the game's runs."""
+    types, records, root, batches, batch, names = coroutine_batch(game, steps)
+    mine = [b for b in batches if types[b[0]][0] == "autosave.coroutine"]
+    for which, at, junk in edits:
+        b = mine[which % len(mine)]
+        c = 2 + which // len(mine) % (len(b) - 2)
+        values = column_values(b[c])
+        values[at % len(values)] = junk
+        b[c] = as_column(values)
+    data = encode(types, records, root, batches)
+    by_c = outcome(data, game.CALLS)
+    with python_loops():
+        assert outcome(data, game.CALLS) == by_c

@@ -9,6 +9,7 @@ import pytest
 
 import autosave
 from autosave.format.wire import frame, unframe
+from forge import coroutines_as_records
 from helpers import roundtrip
 from modtools import fresh_name, load_module, unload
 
@@ -174,11 +175,30 @@ def test_a_local_the_resume_point_needs_must_be_in_the_save(game):
     g = m.Guard("ha")
     g.brain = m.patrol(g, ["a"])
     run(g.brain, 1)
-    data = autosave.dumps(g)
+    with coroutines_as_records():
+        data = autosave.dumps(g)
     types_, records, root, batches = msgpack.unpackb(unframe(data)[1], raw=False)
     rec = next(r for r in records if types_[r[0] if r[0] >= 0 else ~r[0]][0] == "autosave.coroutine")
     i = rec.index("laps")
     del rec[i:i + 2]
+    forged = frame(msgpack.packb([types_, records, root, batches], use_bin_type=True))
+    with pytest.raises(autosave.IncompatibleSaveError, match="needs the local 'laps'"):
+        autosave.loads(forged)
+
+
+def test_a_local_the_resume_point_needs_must_be_in_the_batch(game):
+    """The same, for a coroutine of a batch (format 7): the name gone from its type
+    entry, and its column with it."""
+    m = game(GUARD)
+    g = m.Guard("ha")
+    g.brain = m.patrol(g, ["a"])
+    run(g.brain, 1)
+    types_, records, root, batches = msgpack.unpackb(unframe(autosave.dumps(g))[1],
+                                                     raw=False)
+    batch = next(b for b in batches if types_[b[0]][0] == "autosave.coroutine")
+    names = types_[batch[0]][2]
+    del batch[2 + 2 + names.index("laps")]
+    names.remove("laps")
     forged = frame(msgpack.packb([types_, records, root, batches], use_bin_type=True))
     with pytest.raises(autosave.IncompatibleSaveError, match="needs the local 'laps'"):
         autosave.loads(forged)

@@ -416,6 +416,42 @@ def test_fill_attributes_refuses_what_does_not_fit(k, objs, fields, columns, err
         k["fill_attributes"](objs, fields, columns)
 
 
+def test_fill_frames_gives_each_object_its_own_copy_of_the_template(k):
+    objs = [Node(), Node(), Node()]
+    objs[1].old = "replaced"
+    template = {"a": None, "b": None, "c": "unbound"}
+    k["fill_frames"](objs, template, ("b", "a"), [[1, 2, 3], ["x", "y", "z"]])
+    assert [vars(o) for o in objs] == [{"a": a, "b": b, "c": "unbound"}
+                                       for a, b in zip("xyz", [1, 2, 3])]
+    assert list(vars(objs[0])) == ["a", "b", "c"]      # the template's order
+    vars(objs[0])["c"] = 5
+    assert template == {"a": None, "b": None, "c": "unbound"} and objs[1].c == "unbound"
+    k["fill_frames"](objs, template, ("a", "a"), [[0, 0, 0], [7, 8, 9]])   # the last wins
+    assert [o.a for o in objs] == [7, 8, 9] and [o.b for o in objs] == [None] * 3
+    k["fill_frames"]([], template, ("a",), [[]])
+
+
+class WithSetattr:
+    def __setattr__(self, name, value):
+        raise AssertionError("a fill went through __setattr__")
+
+
+@pytest.mark.parametrize("objs, template, fields, columns, error", [
+    ([Node()], {"a": 0}, ("a",), [], ValueError),                # no column for the field
+    ([Node(), Node()], {"a": 0}, ("a",), [[1]], ValueError),     # a column too short
+    ([Node()], {"a": 0}, ("b",), [[1]], ValueError),             # not in the template
+    ([Node()], {1: 0}, (1,), [[1]], ValueError),                 # a field not a str
+    ([Node()], [("a", 0)], ("a",), [[1]], TypeError),            # no dict to copy
+    ([Slotted()], {"a": 0}, ("a",), [[1]], TypeError),           # no __dict__
+    ([Node(), WithSetattr()], {"a": 0}, ("a",), [[1, 2]], TypeError),   # own __setattr__
+])
+def test_fill_frames_refuses_what_does_not_fit_before_touching_anything(
+        k, objs, template, fields, columns, error):
+    with pytest.raises(error):
+        k["fill_frames"](objs, template, fields, columns)
+    assert all(not vars(o) for o in objs if hasattr(o, "__dict__"))
+
+
 def test_fill_lists_extends_each_list_by_its_run(k):
     lists = [[], [], []]
     k["fill_lists"](lists, [2, 0, 1], ["a", "b", "c"])
@@ -861,3 +897,17 @@ def test_an_installed_build_has_no_sources_to_compare(tmp_path):
 @pytest.mark.skipif(_speedups is None, reason="autosave._speedups not built")
 def test_the_extension_in_use_matches_its_sources():
     assert kernels.build_problem(_speedups) is None
+
+
+@needs_c
+@settings(max_examples=FUZZ or 100, **SETTINGS)
+@given(st.lists(st.sampled_from("abcd"), max_size=4), st.integers(0, 5), st.data())
+def test_fill_frames_agree(fields, n, data):
+    template = {"a": 0, "b": None, "c": "x", "d": 1.5}
+    columns = [data.draw(st.lists(inline, min_size=n, max_size=n)) for _ in fields]
+    results = []
+    for fill in (kernels.PURE["fill_frames"], _speedups.fill_frames):
+        objs = [Node() for _ in range(n)]
+        fill(objs, template, tuple(fields), columns)
+        results.append([typed(list(vars(o).items())) for o in objs])
+    assert results[0] == results[1]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import autosave
 from autosave.errors import FormatError
-from autosave.format.wire import (CHECKSUM, COLUMN_MIXED, HEAD, MAGIC, checksum, frame,
+from autosave.format.wire import (CHECKSUM, COLUMN_MIXED, HEAD, MAGIC, checksum,
                                   msgpack_pack, packed_mask, unpacked_mask)
 
 LIST = ["builtins.list", 1, []]
@@ -17,8 +17,6 @@ LIST = ["builtins.list", 1, []]
 
 def forged(batches, version=6, types=(LIST,)):
     body = msgpack_pack([list(types), [], [0], batches])
-    if version == 6:
-        return frame(body)
     head = HEAD.pack(MAGIC, version, len(body))
     return b"".join((head, CHECKSUM.pack(checksum(head, body)), body))
 

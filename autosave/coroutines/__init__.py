@@ -53,6 +53,7 @@ from . import transform
 from .labels import label
 from .pins import RESERVED_ATTR, check_reserved, reserved_of
 from .adapter import COROUTINE
+from . import batches as _batches    # noqa: F401 - gives COROUTINE its batches' plan
 from .runtime import HELPERS, Coroutine, Loading, DONE, NOT_STARTED
 from .specs import SPECS, FunctionRef, spec_of
 

@@ -17,6 +17,8 @@ lacks that has a default (added since) gets its default.
 
 import itertools
 import types
+from itertools import compress, repeat
+from operator import is_, is_not, itemgetter
 from types import CellType
 from typing import Any
 
@@ -40,6 +42,8 @@ class CoroutineAdapter(Adapter):
     # its fill keeps references and reads their types only (the hidden locals' checks):
     # it goes in its turn, never held back until the batch objects are filled
     reads_parts = False
+    # names -> the load plan of a batch of coroutines saving them (coroutines/batches.py)
+    batch_plan: Any = None
 
     def parts(self, obj):
         spec = obj._spec
@@ -62,6 +66,28 @@ class CoroutineAdapter(Adapter):
                 append(saved)
                 append(value)
         return out
+
+    def batch_row(self, obj):
+        """(saved names, row) of a coroutine written in a batch (format 7): the row is
+        its function, its label, then the value of each name, in the names' order (what
+        ``parts`` gives, its frame read at once)."""
+        spec, state = obj._spec, obj._state
+        plan = _ROW_PLANS.get((spec, state))
+        if plan is None:
+            plan = _row_plan(self, obj, spec, state)
+        label, names, read, checks, shapes = plan
+        values = read(obj.__dict__)
+        for pos, saved, check in checks:
+            value = values[pos]
+            if type(value) not in check[0] and value is not UNBOUND and not check[1](value):
+                _check_saved_hidden(spec, label, saved, value)      # raises
+        if not any(map(is_, values, repeat(UNBOUND))):
+            return names, [spec.ref, label, *values]
+        bound = bytes(map(is_not, values, repeat(UNBOUND)))
+        shape = shapes.get(bound)
+        if shape is None:         # the names bound: one tuple per shape (columns.py)
+            shape = shapes[bound] = tuple(compress(names, bound))
+        return shape, [spec.ref, label, *compress(values, bound)]
 
     def labels(self, parts):
         """The function, the label, then each saved local's name and value."""
@@ -158,6 +184,31 @@ def _save_plan(spec, state):
     return plan
 
 
+# (spec, state) -> (label, every saved name, fn(frame dict) -> their values as a tuple,
+# [(position, saved name, hidden local's check)], {which are bound: the names saved})
+_ROW_PLANS: dict[tuple[object, int], tuple[str, tuple[str, ...], Any, list[Any],
+                                          dict[bytes, tuple[str, ...]]]] = {}
+
+
+def _row_plan(adapter, obj, spec, state):
+    """``_save_plan`` for a batch's row: the frame's entries read by one itemgetter."""
+    plan = _SAVE_PLANS.get((spec, state))
+    if plan is None:
+        if state == RUNNING:
+            adapter.parts(obj)                  # raises, as a record's save does
+        plan = _save_plan(spec, state)
+    label, entries = plan
+    names = tuple(saved for saved, _, _ in entries)
+    attrs = [attr for _, attr, _ in entries]
+    read = (itemgetter(*attrs) if len(attrs) > 1 else
+            (lambda d, get=itemgetter(*attrs): (get(d),)) if attrs else (lambda d: ()))
+    checks = [(pos, saved, check) for pos, (saved, _, check) in enumerate(entries)
+              if check is not None]
+    found = _ROW_PLANS[spec, state] = (label, names, read, checks,
+                                       {b"\x01" * len(names): names})
+    return found
+
+
 def _quick(kind):
     """The types a hidden local of ``kind`` holds that its check accepts outright."""
     return PASSIVE_ITERATORS if kind in ("iter", "from") else frozenset()
@@ -181,6 +232,12 @@ def layout_of(vals):
     # str only, before they are hashed as a key (no class's __hash__ runs)
     if type(label) is not str or not all(type(n) is str for n in names):
         raise ValueError("a coroutine's label and local names are strings")
+    return layout_for(fn, label, names)
+
+
+def layout_for(fn, label, names):
+    """The ``_Layout`` of ``fn`` (the resolved function) parked at ``label`` (a str)
+    with the saved ``names`` (strs): found again, or made on first sight."""
     if type(fn) is types.FunctionType:    # hashed by identity: no class's __hash__ runs
         layouts = _LAYOUTS.get(fn)
         if layouts is not None:

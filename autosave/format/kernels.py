@@ -349,6 +349,39 @@ def fill_attributes(objs, fields, columns):
     deque(map(dict.update, map(vars, objs), dicts), 0)
 
 
+def fill_frames(objs, template, fields, columns):
+    """Give every object a copy of ``template`` (a dict) as its ``__dict__``, then
+    ``vars(objs[i])[fields[j]] = columns[j][i]`` for every object and field: each
+    column as long as objs, each field a str the template holds already (so no entry is
+    added and no table grows), each object of a class with a ``__dict__`` and no
+    ``__setattr__`` of its own (a loading coroutine's frame)."""
+    if type(template) is not dict:
+        raise TypeError("fill_frames copies a dict")
+    if len(fields) != len(columns):
+        raise ValueError("one column per field")
+    if any(len(column) != len(objs) for column in columns):
+        raise ValueError("a column is not as long as the objects")
+    if not all(type(f) is str and f in template for f in fields):
+        raise ValueError("a field the template does not hold")
+    if not all(map(_frame_class, set(map(type, objs)))):
+        raise TypeError("fill_frames fills objects with a __dict__ and no __setattr__")
+    dicts = list(map(dict.copy, repeat(template, len(objs))))
+    deque(map(object.__setattr__, objs, repeat("__dict__"), dicts), 0)
+    cls = _one_plain_class(objs)
+    if cls is not None and not any(_is_data_descriptor(_type_lookup(cls, f)) for f in fields):
+        # setattr then writes the __dict__ (object's own __setattr__, no descriptor
+        # named like a field): a third faster than dict.__setitem__ through map
+        for field, column in zip(fields, columns):
+            deque(map(setattr, objs, repeat(field), column), 0)
+        return
+    for field, column in zip(fields, columns):
+        deque(map(dict.__setitem__, dicts, repeat(field), column), 0)
+
+
+def _frame_class(cls):
+    return bool(cls.__dictoffset__) and cls.__setattr__ is object.__setattr__
+
+
 _NOTHING = object()
 
 

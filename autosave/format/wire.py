@@ -20,9 +20,9 @@ from .forms import Record, target
 from ..errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
-VERSION = 6        # 6: batches of namedtuples; 5: coded columns; 4: batches; 3: ints beyond 64 bits inline (extension 1);
+VERSION = 7        # 7: batches of coroutines; 6: batches of namedtuples; 5: coded columns; 4: batches; 3: ints beyond 64 bits inline (extension 1);
                    # 2: checksummed frame
-FRAMED = (2, 3, 4, 5, 6)   # the versions with a length and checksum in their header
+FRAMED = (2, 3, 4, 5, 6, 7)   # the versions with a length and checksum in their header
 # What a checkpoint log starts with (autosave.log.file.MAGIC; the log imports this
 # package's files module, so importing it from here would be a cycle).
 LOG_MAGIC = b"\x89ASVLOG\n"
@@ -359,6 +359,13 @@ def decode(data: bytes | bytearray | memoryview, buffers: Any = None) -> tuple:
             raise FormatError(f"record {i} names type {t}, the type table has {ntypes}")
     check_batches(batches, ntypes, data.nbytes if isinstance(data, memoryview) else len(data),
                   coded=version >= 5, packed=version >= 6)
+    if version < 7 and batches:
+        for b, batch in enumerate(batches):
+            entry = types[batch[0]]
+            if _coroutine_entry(entry) or _iterator_entry(entry):
+                raise FormatError(f"batch {b} holds {entry[0]} objects, which format "
+                                  f"version {version} writes as records (batches of "
+                                  f"coroutines and loop iterators are version 7's)")
     ext_hook.buffers.check(types, records)
     return types, records, root, ext_hook.unset, closes_cycle, batches
 
@@ -427,11 +434,26 @@ def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Re
     if not batches:
         return types, records, root
     expanded: list[Any] = []
+    coroutines = set()
     for b, batch in enumerate(batches):
         n = batch[1]
         columns = [_column_values(b, column) for column in islice(batch, 2, None)]
         entries = _entries_type(types, batch[0], len(columns))
-        if entries:
+        if _coroutine_entry(types[batch[0]]):
+            # [function, label, name, value, ...]: the record each stands for, the
+            # names (the type entry's fields) said again in each
+            names = types[batch[0]][2]
+            if len(columns) != 2 + len(names) or any(len(c) != n for c in columns):
+                raise FormatError(f"batch {b}: coroutines with {len(names)} names have "
+                                  f"{2 + len(names)} columns of {n} values")
+            coroutines.add(batch[0])
+            expanded.extend([batch[0], fn, label, *chain.from_iterable(zip(names, values))]
+                            for fn, label, *values in zip(*columns))
+        elif _iterator_entry(types[batch[0]]):     # each row its record's payload
+            if any(len(c) != n for c in columns):
+                raise FormatError(f"batch {b}: a column does not hold {n} values")
+            expanded.extend([batch[0], *row] for row in zip(*columns))
+        elif entries:
             if len(columns) != entries:
                 raise FormatError(f"batch {b} must have {entries} columns")
             lengths, *items = columns
@@ -452,7 +474,25 @@ def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Re
                 raise FormatError(f"batch {b}: a column does not hold {n} values")
             rows = zip(*columns) if columns else [()] * n
             expanded.extend([batch[0], *row] for row in rows)
+    for t in coroutines:       # as a record's type entry: the names are in the records
+        types[t] = [types[t][0], types[t][1], []]
     return types, expanded + records, root
+
+
+# Adapter types whose objects version 7 writes in batches, a row being the record's
+# payload (autosave/model/adapters/iterators.py)
+ITERATOR_BATCHES = ("builtins.list_iterator", "builtins.list_reverseiterator",
+                    "builtins.range_iterator")
+
+
+def _iterator_entry(entry: Any) -> bool:
+    return type(entry) is list and len(entry) == 3 and entry[0] in ITERATOR_BATCHES
+
+
+def _coroutine_entry(entry: Any) -> bool:
+    """Whether a type entry is a batch of coroutines' (``autosave.coroutine`` with
+    names; one without names may be either, and its batches are coroutines too)."""
+    return type(entry) is list and len(entry) == 3 and entry[0] == "autosave.coroutine"
 
 
 def _entries_type(types, t, ncolumns):

@@ -38,10 +38,15 @@ def _aligned(mask, index):
 def allocate(plans, batches):
     """The batch objects in index order: empty, and the tuples built (from inline
     values and the other batch objects); checks each batch's type and columns."""
-    objs, tuples, whole, named = [], [], [], []
+    objs, tuples, whole, named, made = [], [], [], [], []
     for b, batch in enumerate(batches):
         t, n = batch[0], batch[1]
         plan = plans[t]
+        if getattr(plan, "batch_plan", None) is not None:
+            # a batch of a type whose records have an entry of their own (iterators,
+            # coroutines saving no names): for this load, its plan is the batches' (a
+            # record under it is refused)
+            plan = plans[t] = plan.batch_plan(())
         if plan is LIST_PLAN or plan is DICT_PLAN or plan is TUPLE_PLAN:
             what, columns = ENTRIES[plan]
             if len(batch) != 2 + columns:
@@ -59,6 +64,18 @@ def allocate(plans, batches):
             if built_whole(plan, batch):
                 whole.append((b, len(objs), n))
             objs += map(plan.new, repeat(plan.cls, n))
+        elif getattr(plan, "batch_rows", False):     # coroutines: frames, filled later
+            if len(batch) != 4 + len(plan.names):
+                raise FormatError(f"batch {b} ({plan.name} with {len(plan.names)} names) "
+                                  f"must have {2 + len(plan.names)} columns, it has "
+                                  f"{len(batch) - 2}")
+            objs += plan.allocate_batch(n)
+        elif getattr(plan, "build_batch", None) is not None:   # iterators: made below
+            if len(batch) != 2 + plan.ncolumns:
+                raise FormatError(f"batch {b} ({plan.name}) must have {plan.ncolumns} "
+                                  f"columns, it has {len(batch) - 2}")
+            made.append((b, len(objs), n, plan))
+            objs += repeat(None, n)
         elif type(plan) is EnumPlan:
             if len(batch) != 3:
                 raise FormatError(f"batch {b} (enum {plan.cls.__qualname__}) must have 1 "
@@ -79,6 +96,14 @@ def allocate(plans, batches):
         build_named(plans, objs, batches, named)
     if tuples:
         build_tuples(objs, batches, tuples)
+    if made:       # from inline values and lists, all allocated by now
+        filler = Filler(None, batches, objs, None)
+        filler.any_missing = False
+        for b, start, n, plan in made:
+            try:
+                plan.build_batch(filler, objs, start, n, batches[b])
+            except FormatError as e:
+                raise FormatError(f"batch {b}: {e}") from None
     return objs
 
 
@@ -95,6 +120,8 @@ def built_whole(plan, batch):
     nothing they need is built later."""
     if type(plan) is EnumPlan or namedtuple_plan(plan):
         return True
+    if getattr(plan, "batch_rows", False) or getattr(plan, "build_batch", None):
+        return getattr(plan, "whole", False)
     hash_ = plan.cls.__hash__
     return hash_ is not object.__hash__ and hash_ is not None and all(
         column[0] == COLUMN_INLINE or column[0] == COLUMN_CODED
@@ -220,16 +247,22 @@ class Filler:
         for) is patched in when it is (``patches``)."""
         objs, start = self.objs, 0
         self.any_missing = any_missing
+        finishing = []
         for b, batch in enumerate(self.batches):
             n = batch[1]
-            members = objs[start:start + n]
             plan = self.plans[batch[0]]
             if plan is TUPLE_PLAN or (          # built when allocated
                     plan not in ENTRIES and built_whole(plan, batch)):
                 start += n
                 continue
+            if getattr(plan, "finish_batch", None) is not None:
+                finishing.append((b, plan))      # list iterators: once lists are filled
+                start += n
+                continue
+            members = objs[start:start + n]
             entries = plan in ENTRIES          # lengths, then entries
-            reads = not entries and bool(plan.upgrades)
+            rows = not entries and getattr(plan, "batch_rows", False)
+            reads = not entries and not rows and bool(plan.upgrades)
             try:
                 columns = [self.resolve(column, None if entries and i else n, reads,
                                         lengths=entries and not i)
@@ -238,6 +271,8 @@ class Filler:
                     self.fill_lists(members, columns, any_missing, start)
                 elif plan is DICT_PLAN:
                     self.fill_dicts(members, columns, any_missing, start)
+                elif rows:
+                    self.fill_rows(plan, members, columns, any_missing, start)
                 elif reads:
                     self.read_later(batch[0], n, columns, start)
                 else:
@@ -245,6 +280,24 @@ class Filler:
             except FormatError as e:
                 raise FormatError(f"batch {b}: {e}") from None
             start += n
+        # before hide_missing: a list still waiting for a value has its saved length
+        for b, plan in finishing:
+            try:
+                plan.finish_batch()
+            except FormatError as e:
+                raise FormatError(f"batch {b}: {e}") from None
+
+    def completed(self):
+        """The load is complete, before any ``__autosave_loaded__`` hook: the plans
+        that finish their batch objects then (coroutine frames take their function's
+        class) do."""
+        done = set()
+        for batch in self.batches:
+            plan = self.plans[batch[0]]
+            completed = getattr(plan, "completed", None)
+            if completed is not None and id(plan) not in done:
+                done.add(id(plan))
+                completed()
 
     def resolve(self, column, n, aligned=False, lengths=False):
         """(values, index, unset): the column's values resolved; when some may not be
@@ -349,6 +402,30 @@ class Filler:
                  for values, index, _ in columns]
         rows = map(list, zip(repeat(t), *parts)) if parts else ([t] for _ in range(n))
         self.reading.update(zip(range(start, start + n), rows))
+
+    def fill_rows(self, plan, objs, columns, any_missing, start):
+        """Objects filled a row at a time by their plan (coroutines): those whose values
+        are all built at once, in bulk; each of the others when the last of its values
+        is (its restore, as ``fill_instances``'s)."""
+        if any(absent for _, _, absent in columns):
+            raise FormatError(f"a {plan.name}'s column holds an unset-slot marker")
+        values = [v for v, _, _ in columns]
+        late = {}
+        for field, (v, index, _) in enumerate(columns, 1):
+            for k, j in self.waiting(v, index, any_missing):
+                late.setdefault(k, []).append((field, j))
+        refers = [index is not None for _, index, _ in columns]
+        if not late:
+            plan.fill_rows(objs, values, refers)
+            return
+        ready = [k not in late for k in range(len(objs))]
+        plan.fill_rows(list(compress(objs, ready)), [list(compress(v, ready)) for v in values],
+                       refers)
+        for k, waits in late.items():
+            row = [None, *(v[k] for v in values)]
+            for field, j in waits:
+                self.patch(j, row.__setitem__, (field,), start + k)
+            self.restores[start + k] = partial(plan.fill_row, objs[k], row)
 
     def fill_instances(self, plan, objs, columns, any_missing, start):
         values = [v for v, _, _ in columns]

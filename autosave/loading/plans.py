@@ -327,7 +327,11 @@ def plan_for(index: int, entry: Any) -> Any:
     adapter = ADAPTERS_BY_NAME.get(name)
     if adapter is not None:
         if fields:
-            raise FormatError(f"type entry {index} ({name}) must not list fields")
+            # a type whose batches name their rows' fields (coroutines: the saved names)
+            batch_plan = getattr(adapter, "batch_plan", None)
+            if batch_plan is None:
+                raise FormatError(f"type entry {index} ({name}) must not list fields")
+            return batch_plan(fields)
         return adapter
     cls = resolve_class(name)
     if not isinstance(cls, type):

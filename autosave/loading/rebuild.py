@@ -45,8 +45,8 @@ class Loader:
     def __init__(self, types: list[Any], records: list[Record], unset_markers: int = 0,
                  closes_cycle: bytearray | None = None, batches: list[Batch] | tuple = ()):
         self.plans = [plan_for(i, e) for i, e in enumerate(types)]
+        self.objs = allocate(self.plans, batches)   # may give a batch's entry its plan
         self.schedules = [schedule_of(p) for p in self.plans]
-        self.objs = allocate(self.plans, batches)
         first = self.first = self.unfilled = len(self.objs)
         self.batches = batches
         self.records_only = records
@@ -101,6 +101,7 @@ class Loader:
         self.current = None
         self.check_unset_markers()
         root = self.value(root_value)
+        self.filler.completed()
         self.run_loaded_hooks(sorted(hooks) if deferred else hooks)
         return root
 

@@ -33,6 +33,7 @@ from ..model.adapters import ADAPTERS_BY_TYPE
 from .batchable import (batch_kind, batchable, dict_columns, enum_names, inline_fields,
                         inline_keys, slot_columns, value_batchable)
 from .paths import placed, placed_cause
+from .rows import RowFiler
 from ..model.registry import REGISTRY
 
 _ABSENT_TYPE = type(ABSENT)
@@ -42,7 +43,7 @@ _INLINE_COLUMN = INLINE_TYPES | {_ABSENT_TYPE}
 
 class Batch:
     """The objects of one type entry, in discovery order, and their columns so far."""
-    __slots__ = ("t", "objs", "serials", "done", "segments", "get", "lengths")
+    __slots__ = ("t", "objs", "serials", "done", "segments", "get", "lengths", "rows")
 
     def __init__(self, t, nfields, get, lengths=0):
         self.t = t
@@ -52,6 +53,7 @@ class Batch:
         self.done = 0                  # objects whose columns are taken
         self.segments = [[] for _ in range(nfields)]   # per column: [(kind, values)]
         self.get = get                 # objs -> one sequence per column
+        self.rows = []                 # a row per object, for row batches (row_handler)
         # how many columns come first that hold inline values only: lengths (len()'s
         # ints), and a dict batch's keys (its dicts are those keyed by inline values)
         self.lengths = lengths
@@ -88,6 +90,8 @@ class Batches:
         self.by_object = {}
         self.decided = set()           # classes a column has met
         self.filed = ((), None)        # the objects add_all filed last, and their serials
+        self.row_batches = {}          # (adapter, names) -> its Batch
+        self.row_files = {}            # class filed by row_handler -> fn(objs, keys)
 
     # -- meeting objects -------------------------------------------------------------
 
@@ -187,6 +191,11 @@ class Batches:
             stale(cell)
         return file_or_record
 
+    def row_handler(self, cls, adapter, record):
+        """The walk's handler for a type whose objects are written in batches a row
+        each (coroutines, loop iterators: ``rows.RowFiler``)."""
+        return RowFiler(self, cls, adapter, record, Batch).file_row
+
     def add(self, batch, obj):
         serial = self.serial = self.serial + 1
         ref = -serial
@@ -240,10 +249,10 @@ class Batches:
         # Classes filed in batches (decided already: ``decide_all``): each in bulk,
         # in the order met; the rest are walked in order (their handlers, and type
         # entries, made as they come).
-        by_class = self.by_class
-        rest = [cls for cls in kinds if cls not in by_class]
+        by_class, row_files = self.by_class, self.row_files
+        rest = [cls for cls in kinds if cls not in by_class and cls not in row_files]
         for cls, group in zip(kinds, groups):
-            if cls in by_class:
+            if cls in by_class or cls in row_files:
                 self.meet_class(cls, group)
         if len(rest) == 1:
             self.walker.mention_in_order(groups[kinds.index(rest[0])])
@@ -271,6 +280,10 @@ class Batches:
         walker = self.walker
         if cls not in self.by_class:
             self.decide(cls, objs[0])
+        file_rows = self.row_files.get(cls)
+        if file_rows is not None:       # coroutines, loop iterators: a row each
+            file_rows(objs, keys)
+            return
         batch = self.by_class.get(cls)
         if batch is not None:
             fits = self.fits.get(cls)

@@ -307,6 +307,10 @@ class Walker:
 
     def plain_handler_for(self, cls):
         kind, detail = dispatch.kind_of(cls)
+        if kind == dispatch.ADAPTER and getattr(detail, "batch_row", None) is not None:
+            # coroutines (a batch per shape), loop iterators: records when they do not fit
+            return self.batches.row_handler(
+                cls, detail, lambda: self.record_handler_for(cls, kind, detail))
         if batchable(cls, kind, detail):
             if kind != dispatch.ADAPTER:
                 REGISTRY.check_savable_name(cls, "class")

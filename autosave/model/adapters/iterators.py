@@ -22,11 +22,14 @@ Building one never calls game code: functions of ``map``/``filter`` are only sto
 """
 
 import gc
+from collections import deque
 from collections.abc import Callable
 from itertools import islice
+from operator import le, lt
 from typing import Any
 
 from ...errors import FormatError
+from ...format import kernels
 from ...checks.limits import charge
 from ...checks.loadcheck import MAX_ITERATOR_GAP
 from ..registry import REGISTRY
@@ -153,6 +156,104 @@ class ListIteratorAdapter(Adapter):
         self.fill(obj, vals)
         return obj
 
+    def batch_row(self, obj):
+        """An iterator over an exact list (always a batch object) goes in a batch
+        (format 7): ``((), [list, position])``; one over anything else, or exhausted,
+        is a record (None)."""
+        rv = obj.__reduce__()
+        return ((), [rv[1][0], rv[2]]) if len(rv) > 2 and type(rv[1][0]) is list else None
+
+    def batch_plan(self, fields):
+        return _batch_plan(self, fields, ListIteratorBatch)
+
+
+class _IteratorBatch:
+    """The load plan of a batch of iterators (format 7; docs/format.md, "Batches"):
+    built at the end of the batch objects' allocation from inline values and other
+    batch objects, so every record finds them made. A record under its type entry is
+    refused: the writer's records of the type have an entry of their own."""
+    mutable, has_fill, has_loaded_hook, reads_parts, hashes = False, False, False, False, False
+    build_finished = fill_finished = None
+    ncolumns = 0
+    whole = False             # final once allocated (refers to nothing filled later)
+
+    def __init__(self, adapter):
+        self.adapter, self.name = adapter, adapter.name
+
+    def build(self, vals):
+        raise FormatError(f"a {self.name} record names the type entry of a batch")
+
+    allocate = build
+
+    def fill(self, obj, vals):
+        self.build(vals)
+
+    def columns(self, filler, batch, n, inline):
+        """The batch's columns' values, each of n, all ints where ``inline`` says so."""
+        out = []
+        for column, ints in zip(islice(batch, 2, None), inline):
+            values, index, absent = filler.resolve(column, n)
+            if absent:
+                raise FormatError(f"a {self.name} batch holds an unset-slot marker")
+            if ints and (index is not None or not kernels.kinds(values) <= _INTS):
+                raise FormatError(f"a {self.name} batch's {('positions', 'bounds')[self.whole]}"
+                                  f" are ints")
+            out.append((values, index))
+        return out
+
+
+_INTS = {int}
+
+
+class ListIteratorBatch(_IteratorBatch):
+    """Columns: the lists (references to exact lists, which are batch objects) and the
+    positions (ints). Each is made over its list by ``list.__iter__`` /
+    ``list.__reversed__`` as the batch objects are allocated, and given its position
+    when the lists are filled (``finish_batch``), before any value still to come is
+    taken out of them: the length is the saved one."""
+    ncolumns = 2
+
+    def build_batch(self, filler, objs, start, n, batch):
+        (seqs, index), (positions, _) = self.columns(filler, batch, n, (False, True))
+        if index is None or not kernels.kinds(seqs) <= {list}:
+            raise FormatError(f"a {self.name} batch's sequences are lists of the save")
+        objs[start:start + n] = map(self.adapter.make, seqs)
+        self.pending.append((objs[start:start + n], seqs, positions))
+
+    def finish_batch(self):
+        """Position the iterators, now that their lists are filled: at C speed when
+        every position lies within its list, else one by one with a record's checks."""
+        adapter = self.adapter
+        for its, seqs, positions in self.pending:
+            lengths = list(map(len, seqs))       # exact lists: list.__len__
+            if (min(positions) >= -adapter.reverse and
+                    all(map(lt if adapter.reverse else le, positions, lengths))):
+                deque(map(type(its[0]).__setstate__, its, positions), 0)
+                continue
+            for it, seq, position in zip(its, seqs, positions):
+                _position(self.name, it, seq, position, adapter.reverse)
+        self.pending = []
+
+
+class RangeIteratorBatch(_IteratorBatch):
+    """Columns: start, stop and step of the ranges still to come, ints: built whole."""
+    ncolumns, whole = 3, True
+
+    def build_batch(self, filler, objs, start, n, batch):
+        (starts, _), (stops, _), (steps, _) = self.columns(filler, batch, n, (True,) * 3)
+        try:
+            objs[start:start + n] = map(iter, map(range, starts, stops, steps))
+        except ValueError:
+            raise FormatError(f"a {self.name} batch holds a step of 0") from None
+
+
+def _batch_plan(adapter, fields, kind):
+    if fields:
+        raise FormatError(f"type entry {adapter.name} must not list fields")
+    plan = kind(adapter)
+    plan.pending = []
+    return plan
+
 
 class RangeIteratorAdapter(Adapter):
     reads_parts = False               # ints only
@@ -171,6 +272,14 @@ class RangeIteratorAdapter(Adapter):
         if type(start) is not int or type(stop) is not int or type(step) is not int:
             raise ValueError("a range iterator record holds ints")
         return iter(range(start, stop, step))
+
+    def batch_row(self, obj):
+        """Every range iterator goes in a batch (format 7): ``((), [start, stop,
+        step])`` of the range still to come."""
+        return (), self.parts(obj)
+
+    def batch_plan(self, fields):
+        return _batch_plan(self, fields, RangeIteratorBatch)
 
 
 _DICT_KINDS: dict[type, tuple[str, Callable[[Any], Any]]] = {
