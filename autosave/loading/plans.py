@@ -11,6 +11,7 @@ from itertools import islice
 from types import MemberDescriptorType
 
 from ..model.adapters import ADAPTERS_BY_NAME
+from ..model.adapters.base import ON_REGISTER
 from ..model.adapters.callables import apply_default_state
 from ..model.adapters.containers import flood_checked
 from ..errors import FormatError, IncompatibleSaveError, LoadError, UntrustedTypeError
@@ -20,6 +21,7 @@ from ..model.reconstructors import check_inert
 from ..model.registry import REGISTRY
 from ..model.schema import schema_of
 from ..model.upgrades import run_upgrades, unreachable_hooks, upgrade_chain
+from .protocol import schedule_of
 
 
 # -- plans for classes -------------------------------------------------------------------
@@ -30,6 +32,12 @@ class EnumPlan:
 
     def __init__(self, cls: Any):      # an Enum class
         self.cls = cls
+
+    def fresh(self) -> "EnumPlan":
+        """A copy for one load (``plan_for`` keeps the one made)."""
+        plan = object.__new__(EnumPlan)
+        plan.__dict__.update(self.__dict__)
+        return plan
 
     def build(self, vals: list[Any]) -> Any:
         if len(vals) == 2:
@@ -77,6 +85,12 @@ class StatePlan:
         self.upgrades = upgrade_chain(self.schema, self.saved_version)
         # its __setstate__ is the class's code reading the state: all of it done first
         self.deep = class_attribute(cls, "__setstate__") is not None
+
+    def fresh(self) -> "StatePlan":
+        """A copy for one load (``plan_for`` keeps the one made)."""
+        plan = object.__new__(StatePlan)
+        plan.__dict__.update(self.__dict__)
+        return plan
 
     def allocate(self, rec):
         if len(rec) > 2:
@@ -176,6 +190,19 @@ class InstancePlan:
                 self.setters, self.slot_descriptors)]
             self.fill, self.create = self.fill_slots, self.create_filled  # type: ignore[method-assign]
             self.direct = "slots"
+
+    def fresh(self) -> "InstancePlan":
+        """A copy for one load (``plan_for`` keeps the one made): its own count of
+        unset slots, and its calls bound to itself (a load may replace them with
+        generated code's)."""
+        plan = object.__new__(InstancePlan)
+        plan.__dict__.update(self.__dict__)
+        plan.unset_slots = 0
+        if self.direct == "dict":
+            plan.fill, plan.create = plan.fill_dict, plan.create_filled  # type: ignore[method-assign]
+        elif self.direct == "slots":
+            plan.fill, plan.create = plan.fill_slots, plan.create_filled  # type: ignore[method-assign]
+        return plan
 
     def allocate(self, rec):
         if len(rec) != 1 + self.nfields and self.base is None:
@@ -322,8 +349,86 @@ def resolve_class(name: str) -> Any:
             f"(a load imports nothing): {fix}") from None
 
 
+# -- what a type entry decides, kept across loads and saves ------------------------------
+#
+# A type entry decides its plan from the registry (names, trust, versions, upgrade
+# hooks), the adapters, the class (its schema, hash, hooks, slot descriptors) and what
+# its name resolves to in sys.modules. The plan made for one is kept, by the entry's
+# exact contents, and given again (a copy: a plan counts what its load consumed) while
+# none of that changed:
+# * the registry's ``changes`` (any change to its tables, however made) and a new
+#   adapter (``ON_REGISTER``) empty the cache;
+# * what the class and its name resolution read is read again at each use and
+#   compared (``_current``): a class rebound or reloaded under its name, a module
+#   gone, a hook added or a slot replaced since make the plan anew.
+# Nothing else decides a plan: generated code is picked per load (``rebuild``), and
+# the choice of C or Python loops is fixed when ``kernels`` is imported.
+
+_CLASS_PLANS = (InstancePlan, StatePlan, EnumPlan)
+_CACHE: dict[tuple[Any, ...], tuple[Any, bool, tuple[Any, ...]]] = {}
+_CACHE_MAX = 4096                   # entries: a stream of odd files cannot grow it further
+_SEEN = [-1]                        # REGISTRY.changes the cache was filled under
+
+
+def _drop_cache() -> None:
+    _CACHE.clear()
+
+
+ON_REGISTER.append(_drop_cache)
+
+
 def plan_for(index: int, entry: Any) -> Any:
+    """The plan of type entry ``index``: an adapter (shared), or a class's plan (this
+    caller's own)."""
     name, version, fields = type_entry(index, entry)
+    changes = REGISTRY.changes
+    if _SEEN[0] != changes:
+        _CACHE.clear()
+        _SEEN[0] = changes
+    key = (name, version, *fields)
+    cached = _CACHE.get(key)
+    if cached is not None:
+        template, by_name, facts = cached
+        if template.__class__ not in _CLASS_PLANS:
+            return template
+        if _current(template, name, by_name, facts):
+            return template.fresh()
+        del _CACHE[key]
+    plan = decide_plan(index, name, version, fields)
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    if plan.__class__ not in _CLASS_PLANS:
+        _CACHE[key] = (plan, True, ())
+        return plan
+    schedule_of(plan)               # read once, shared by its copies
+    _CACHE[key] = (plan, REGISTRY.by_name.get(name) is plan.cls, _facts(plan))
+    return plan.fresh()
+
+
+def _facts(plan: Any) -> tuple[Any, ...]:
+    """What a class plan read of its class besides the (cached) schema."""
+    cls = plan.cls
+    return (schema_of(cls), cls.__hash__, hasattr(cls, "__autosave_loaded__"),
+            class_attribute(cls, "__setstate__"),
+            *[getattr(cls, name, None) for _, name, is_slot in getattr(plan, "setters", ())
+              if is_slot])
+
+
+def _current(plan: Any, name: str, by_name: bool, facts: tuple[Any, ...]) -> bool:
+    """Whether ``plan`` is what its entry decides now, the registry unchanged: its name
+    still resolves to its class (found in the registry's names, that is the registry's;
+    else through sys.modules, which is looked at again), and the class is as it was."""
+    if not by_name:
+        try:
+            if resolve_class(name) is not plan.cls:
+                return False
+        except LoadError:
+            return False            # decided again, to raise what it raises
+    return _facts(plan) == facts
+
+
+def decide_plan(index: int, name: str, version: int, fields: list[str]) -> Any:
+    """The plan a type entry decides now (``plan_for`` keeps it)."""
     adapter = ADAPTERS_BY_NAME.get(name)
     if adapter is not None:
         if fields:
