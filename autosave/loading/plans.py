@@ -15,6 +15,7 @@ from ..model.adapters.base import ON_REGISTER
 from ..model.adapters.callables import apply_default_state
 from ..model.adapters.containers import flood_checked
 from ..errors import FormatError, IncompatibleSaveError, LoadError, UntrustedTypeError
+from ..format import kernels
 from ..format.wire import ABSENT, STATE_FIELDS, type_entry
 from ..checks.loadcheck import bound_hook, class_attribute, describe
 from ..model.reconstructors import check_inert
@@ -26,6 +27,18 @@ from .protocol import schedule_of
 
 # -- plans for classes -------------------------------------------------------------------
 
+def has_attribute(cls: type, name: str) -> bool:
+    """``hasattr(cls, name)``. A class whose metaclass is ``type`` has it when a class of
+    its MRO defines it: asked so, a missing one costs no AttributeError (which 3.11
+    formats a message for)."""
+    if type(cls) is type:
+        for klass in cls.__mro__:
+            if name in klass.__dict__:
+                return True
+        return name in type.__dict__
+    return hasattr(cls, name)
+
+
 class EnumPlan:
     mutable, has_fill, has_loaded_hook, reads_parts, deep = False, False, False, False, False
     build_slice, build_finished, fill_finished, hashes = slice(1, None), None, None, False
@@ -36,7 +49,7 @@ class EnumPlan:
     def fresh(self) -> "EnumPlan":
         """A copy for one load (``plan_for`` keeps the one made)."""
         plan = object.__new__(EnumPlan)
-        plan.__dict__.update(self.__dict__)
+        plan.__dict__ = self.__dict__.copy()
         return plan
 
     def build(self, vals: list[Any]) -> Any:
@@ -78,7 +91,7 @@ class StatePlan:
 
     def __init__(self, cls: type, saved_version: int | None = None):
         self.cls = cls
-        self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
+        self.has_loaded_hook = has_attribute(cls, "__autosave_loaded__")
         self.hash_kind = 0 if cls.__hash__ in (object.__hash__, None) else 2
         self.schema = schema_of(cls)
         self.saved_version = self.schema.version if saved_version is None else saved_version
@@ -89,7 +102,7 @@ class StatePlan:
     def fresh(self) -> "StatePlan":
         """A copy for one load (``plan_for`` keeps the one made)."""
         plan = object.__new__(StatePlan)
-        plan.__dict__.update(self.__dict__)
+        plan.__dict__ = self.__dict__.copy()
         return plan
 
     def allocate(self, rec):
@@ -134,7 +147,7 @@ class InstancePlan:
         if schema.renamed:          # a field's old name in the save: its current name
             self.fields = fields = [schema.renamed.get(f, f) for f in fields]
         self.nfields = len(fields)
-        self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
+        self.has_loaded_hook = has_attribute(cls, "__autosave_loaded__")
         self.unset_slots = 0        # unset-slot markers consumed, checked against the file
         base = schema.base
         self.base = base
@@ -196,7 +209,7 @@ class InstancePlan:
         unset slots, and its calls bound to itself (a load may replace them with
         generated code's)."""
         plan = object.__new__(InstancePlan)
-        plan.__dict__.update(self.__dict__)
+        plan.__dict__ = self.__dict__.copy()
         plan.unset_slots = 0
         if self.direct == "dict":
             plan.fill, plan.create = plan.fill_dict, plan.create_filled  # type: ignore[method-assign]
@@ -368,6 +381,7 @@ _CLASS_PLANS = (InstancePlan, StatePlan, EnumPlan)
 _CACHE: dict[tuple[Any, ...], tuple[Any, bool, tuple[Any, ...]]] = {}
 _CACHE_MAX = 4096                   # entries: a stream of odd files cannot grow it further
 _SEEN = [-1]                        # REGISTRY.changes the cache was filled under
+_STR = {str}
 
 
 def _drop_cache() -> None:
@@ -380,11 +394,17 @@ ON_REGISTER.append(_drop_cache)
 def plan_for(index: int, entry: Any) -> Any:
     """The plan of type entry ``index``: an adapter (shared), or a class's plan (this
     caller's own)."""
-    name, version, fields = type_entry(index, entry)
     changes = REGISTRY.changes
     if _SEEN[0] != changes:
         _CACHE.clear()
         _SEEN[0] = changes
+    # type_entry's checks, made here at C speed for the entries the cache may hold
+    if (type(entry) is list and len(entry) == 3 and type(entry[0]) is str
+            and type(entry[1]) is int and type(entry[2]) is list
+            and kernels.kinds(entry[2]) <= _STR):
+        name, version, fields = entry
+    else:
+        name, version, fields = type_entry(index, entry)
     key = (name, version, *fields)
     cached = _CACHE.get(key)
     if cached is not None:
@@ -408,7 +428,7 @@ def plan_for(index: int, entry: Any) -> Any:
 def _facts(plan: Any) -> tuple[Any, ...]:
     """What a class plan read of its class besides the (cached) schema."""
     cls = plan.cls
-    return (schema_of(cls), cls.__hash__, hasattr(cls, "__autosave_loaded__"),
+    return (schema_of(cls), cls.__hash__, has_attribute(cls, "__autosave_loaded__"),
             class_attribute(cls, "__setstate__"),
             *[getattr(cls, name, None) for _, name, is_slot in getattr(plan, "setters", ())
               if is_slot])
