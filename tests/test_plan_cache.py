@@ -218,3 +218,26 @@ def test_a_save_s_check_sees_a_disallowed_namespace(game):
     REGISTRY.allowed.discard(mod.__name__)
     with pytest.raises(autosave.SaveError):
         autosave.dumps(mod.Crate(1))
+
+
+def test_a_plan_decided_while_the_registry_changed_is_not_kept(game, monkeypatch):
+    """As when another thread allows a namespace and loads while this one decides: the
+    plan decided meanwhile was decided under the old registry, and is decided again."""
+    mod = game(PLAIN)
+    autosave.allow(mod.__name__)
+    entry = [f"{mod.__name__}.Crate", 1, ["n"]]
+    decide, decided = plans.decide_plan, []
+
+    def changing(*args):
+        decided.append(args[1])
+        if len(decided) == 1:
+            autosave.allow(fresh_name("elsewhere"))
+            plans.plan_for(0, ["builtins.list", 1, []])   # another load, in between
+        return decide(*args)
+
+    monkeypatch.setattr(plans, "decide_plan", changing)
+    plans.plan_for(0, entry)
+    plans.plan_for(0, entry)
+    assert decided.count(entry[0]) == 2
+    plans.plan_for(0, entry)                  # and kept from then on
+    assert decided.count(entry[0]) == 2

@@ -369,8 +369,9 @@ def resolve_class(name: str) -> Any:
 # its name resolves to in sys.modules. The plan made for one is kept, by the entry's
 # exact contents, and given again (a copy: a plan counts what its load consumed) while
 # none of that changed:
-# * the registry's ``changes`` (any change to its tables, however made) and a new
-#   adapter (``ON_REGISTER``) empty the cache;
+# * each plan is kept with the registry's ``changes`` (any change to its tables,
+#   however made) and the count of adapters registered when it was decided, and is
+#   not given once either differs;
 # * what the class and its name resolution read is read again at each use and
 #   compared (``_current``): a class rebound or reloaded under its name, a module
 #   gone, a hook added or a slot replaced since make the plan anew.
@@ -378,13 +379,16 @@ def resolve_class(name: str) -> Any:
 # the choice of C or Python loops is fixed when ``kernels`` is imported.
 
 _CLASS_PLANS = (InstancePlan, StatePlan, EnumPlan)
-_CACHE: dict[tuple[Any, ...], tuple[Any, bool, tuple[Any, ...]]] = {}
+# key -> (plan, found by the registry's names, its facts, the generation it was made in)
+_CACHE: dict[tuple[Any, ...], tuple[Any, bool, tuple[Any, ...], tuple[int, int]]] = {}
 _CACHE_MAX = 4096                   # entries: a stream of odd files cannot grow it further
-_SEEN = [-1]                        # REGISTRY.changes the cache was filled under
+_ADAPTERS = [0]                     # bumped by every adapter registered (or removed)
+_SEEN: list[Any] = [None]           # the generation the cache was last filled in
 _STR = {str}
 
 
 def _drop_cache() -> None:
+    _ADAPTERS[0] += 1
     _CACHE.clear()
 
 
@@ -394,10 +398,12 @@ ON_REGISTER.append(_drop_cache)
 def plan_for(index: int, entry: Any) -> Any:
     """The plan of type entry ``index``: an adapter (shared), or a class's plan (this
     caller's own)."""
-    changes = REGISTRY.changes
-    if _SEEN[0] != changes:
+    # read before anything is decided: a plan decided while the registry changes (on
+    # another thread) is kept under the generation before, and never given again
+    generation = (REGISTRY.changes, _ADAPTERS[0])
+    if _SEEN[0] != generation:      # what was kept before will not be given: let it go
         _CACHE.clear()
-        _SEEN[0] = changes
+        _SEEN[0] = generation
     # type_entry's checks, made here at C speed for the entries the cache may hold
     if (type(entry) is list and len(entry) == 3 and type(entry[0]) is str
             and type(entry[1]) is int and type(entry[2]) is list
@@ -408,20 +414,21 @@ def plan_for(index: int, entry: Any) -> Any:
     key = (name, version, *fields)
     cached = _CACHE.get(key)
     if cached is not None:
-        template, by_name, facts = cached
-        if template.__class__ not in _CLASS_PLANS:
-            return template
-        if _current(template, name, by_name, facts):
-            return template.fresh()
-        del _CACHE[key]
+        template, by_name, facts, made_in = cached
+        if made_in == generation:
+            if template.__class__ not in _CLASS_PLANS:
+                return template
+            if _current(template, name, by_name, facts):
+                return template.fresh()
+        _CACHE.pop(key, None)       # (another thread's load may have dropped it)
     plan = decide_plan(index, name, version, fields)
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.clear()
     if plan.__class__ not in _CLASS_PLANS:
-        _CACHE[key] = (plan, True, ())
+        _CACHE[key] = (plan, True, (), generation)
         return plan
     schedule_of(plan)               # read once, shared by its copies
-    _CACHE[key] = (plan, REGISTRY.by_name.get(name) is plan.cls, _facts(plan))
+    _CACHE[key] = (plan, REGISTRY.by_name.get(name) is plan.cls, _facts(plan), generation)
     return plan.fresh()
 
 
