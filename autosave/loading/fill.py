@@ -27,6 +27,7 @@ ENTRIES = {LIST_PLAN: ("lists", 2), DICT_PLAN: ("dicts", 3), TUPLE_PLAN: ("tuple
 
 _ABSENT = type(ABSENT)
 _EMPTY_DICT: dict = {}               # never filled: allocate() copies it
+_check_dict_flood = partial(check_flood, what="a dict")
 _INLINE_VALUES = INLINE_TYPES | {_ABSENT}
 
 
@@ -321,10 +322,8 @@ class Filler:
         check_lengths(lengths, len(keys), "dicts")
         if len(values) != len(keys):
             raise FormatError(f"the dicts hold {len(keys)} keys and {len(values)} values")
-        for d, k in compress(zip(range(len(lengths)), accumulate(lengths, initial=0)),
-                             map(FLOOD_MIN.__le__, lengths)):
-            check_flood(keys[k:k + lengths[d]], "a dict")
-        kernels.fill_dicts(dicts, lengths, keys, values)
+        # the dicts of FLOOD_MIN keys or more are checked by the kernel, before it fills
+        kernels.fill_dicts(dicts, lengths, keys, values, _check_dict_flood, FLOOD_MIN)
         for owner, at, j in self.owners(lengths, self.waiting(values, index, any_missing)):
             key = keys[sum(lengths[:owner]) + at]
             self.patch(j, dict.__setitem__, (dicts[owner], key), start + owner)
