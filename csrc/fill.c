@@ -378,21 +378,33 @@ fail:
     return NULL;
 }
 
-/* fill_dicts(dicts, lengths, keys, values): set each (empty) dict's run of entries,
- * in order. ValueError unless the lengths are ints >= 0 adding up to len(keys), with
- * one value per key; TypeError unless every key is of an inline type (hashing one runs
- * no Python code) and every target a dict. Everything is checked before anything
+/* fill_dicts(dicts, lengths, keys, values[, check, at_least]): set each (empty) dict's
+ * run of entries, in order. ValueError unless the lengths are ints >= 0 adding up to
+ * len(keys), with one value per key; TypeError unless every key is of an inline type
+ * (hashing one runs no Python code) and every target a dict. Then, given check,
+ * check(its keys) for each dict of at least at_least entries, in order (the loader's
+ * hash-flood check: what it raises is raised). Everything is checked before anything
  * is filled. The loop walks copies (tuples) that hold every key and value: a value a
  * repeated key replaces (only in a forged file) is not freed inside it, so no __del__
  * and no other Python code runs while it fills. */
 PyObject *
 autosave_fill_dicts(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4 || !PyList_Check(args[0]) || !PyList_Check(args[1])
-            || !PyList_Check(args[2]) || !PyList_Check(args[3])) {
+    if ((nargs != 4 && nargs != 6) || !PyList_Check(args[0]) || !PyList_Check(args[1])
+            || !PyList_Check(args[2]) || !PyList_Check(args[3])
+            || (nargs == 6 && (!PyLong_Check(args[5])
+                               || (args[4] != Py_None && !PyCallable_Check(args[4]))))) {
         PyErr_SetString(PyExc_TypeError,
-                        "fill_dicts(dicts: list, lengths: list, keys: list, values: list)");
+                        "fill_dicts(dicts: list, lengths: list, keys: list, values: list"
+                        "[, check: callable | None, at_least: int])");
         return NULL;
+    }
+    PyObject *check = nargs == 6 && args[4] != Py_None ? args[4] : NULL;
+    Py_ssize_t at_least = 0;
+    if (check != NULL) {
+        at_least = PyLong_AsSsize_t(args[5]);
+        if (at_least == -1 && PyErr_Occurred())
+            return NULL;
     }
     PyObject *dicts = args[0], *lengths = args[1], *keys = args[2], *values = args[3];
     Py_ssize_t n = PyList_GET_SIZE(dicts), total = PyList_GET_SIZE(keys), start = 0;
@@ -434,6 +446,23 @@ autosave_fill_dicts(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *result = NULL;
     if (length_list == NULL || key_list == NULL || value_list == NULL || dict_list == NULL)
         goto done;
+    if (check != NULL) {
+        start = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t m = PyLong_AsSsize_t(PyTuple_GET_ITEM(length_list, i));
+            if (m >= at_least) {
+                PyObject *run = PyTuple_GetSlice(key_list, start, start + m);
+                if (run == NULL)
+                    goto done;
+                PyObject *checked = PyObject_CallOneArg(check, run);
+                Py_DECREF(run);
+                if (checked == NULL)
+                    goto done;
+                Py_DECREF(checked);
+            }
+            start += m;
+        }
+    }
     start = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *d = PyTuple_GET_ITEM(dict_list, i);

@@ -244,3 +244,51 @@ def test_code_strings_agree_past_the_strings_they_remember(values, limit):
 def test_decode_codes_agree_on_forged_columns(strings, codes):
     assert outcome(kernels.PURE["decode_codes"], strings, codes) == \
         outcome(_speedups.decode_codes, strings, codes)
+
+
+class Flooded(ValueError):
+    pass
+
+
+@needs_c
+@settings(max_examples=FUZZ or 300, **SETTINGS)
+@given(st.lists(st.integers(0, 5), max_size=8).flatmap(
+           lambda lengths: st.tuples(st.just(lengths), st.lists(
+               inline, min_size=sum(lengths), max_size=sum(lengths)))),
+       st.integers(0, 6), st.integers(-1, 4))
+def test_fill_dicts_checks_the_dicts_of_at_least_so_many_keys_first(case, at_least, stop):
+    """The loader's flood check, handed to the kernel: called with the keys of every dict
+    of ``at_least`` entries or more, in order, before anything is filled; what it raises
+    is raised, and no dict is filled then. The C and the Python agree on every call."""
+    lengths, key_list = case
+    value_list = [f"v{j}" for j in range(len(key_list))]
+    seen = {}
+
+    def run(name, fill):
+        calls = seen[name] = []
+
+        def check(run_keys):
+            calls.append(list(run_keys))
+            if len(calls) - 1 == stop:
+                raise Flooded
+        dicts = [{} for _ in lengths]
+        return outcome(fill, dicts, lengths, key_list, value_list, check, at_least), dicts
+
+    c = run("C", _speedups.fill_dicts)
+    py = run("Python", kernels.PURE["fill_dicts"])
+    assert c == py and seen["C"] == seen["Python"]
+    starts = [sum(lengths[:i]) for i in range(len(lengths))]
+    expected = [key_list[s:s + m] for s, m in zip(starts, lengths) if m >= at_least]
+    if 0 <= stop < len(expected):
+        assert c[0] == ("raised", Flooded) and c[1] == [{} for _ in lengths]
+        assert seen["C"] == expected[:stop + 1]
+    else:
+        assert seen["C"] == expected
+        assert c[0] == outcome(kernels.PURE["fill_dicts"], [{} for _ in lengths], lengths,
+                               key_list, value_list)
+
+
+def test_fill_dicts_without_a_check_checks_nothing(k):
+    dicts = [{}, {}]
+    k["fill_dicts"](dicts, [1, 1], ["a", "b"], [1, 2], None, 0)
+    assert dicts == [{"a": 1}, {"b": 2}]

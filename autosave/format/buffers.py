@@ -8,8 +8,7 @@ array adapter consumes.
 """
 
 import struct
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from pickle import PickleBuffer
 from typing import Any
@@ -56,15 +55,19 @@ class SavePolicy:
 _LOADED: ContextVar[dict[int, Any] | None] = ContextVar("autosave_buffer_roots", default=None)
 
 
-@contextmanager
-def loading() -> Iterator[dict[int, Any]]:
-    """Within: the arrays built on out-of-band buffers are noted (``built_on_buffer``)."""
-    roots: dict[int, Any] = {}
-    token = _LOADED.set(roots)
-    try:
-        yield roots
-    finally:
-        _LOADED.reset(token)
+class loading:
+    """Within: the arrays built on out-of-band buffers are noted (``built_on_buffer``).
+    (A class, not a generator: entered at every load given buffers.)"""
+
+    __slots__ = ("roots", "token")
+
+    def __enter__(self) -> dict[int, Any]:
+        self.roots: dict[int, Any] = {}
+        self.token = _LOADED.set(self.roots)
+        return self.roots
+
+    def __exit__(self, *exc: object) -> None:
+        _LOADED.reset(self.token)
 
 
 def note_root(array: Any) -> None:

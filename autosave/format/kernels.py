@@ -206,13 +206,19 @@ def dict_entries(dicts):
             list(chain.from_iterable(map(dict.values, dicts)))]
 
 
-def fill_dicts(dicts, lengths, keys, values):
+def fill_dicts(dicts, lengths, keys, values, check=None, at_least=0):
     """Set each (empty) dict's run of entries, in order. The caller checks the lengths
     first (``format.check_lengths``) and that there is one value per key; the C checks
     them again, and raises ValueError, where what the Python does is left unsaid.
-    TypeError unless every key is of an inline type."""
+    TypeError unless every key is of an inline type. Then, given ``check``,
+    ``check(its keys)`` for each dict of at least ``at_least`` entries, in order, before
+    any is filled (the loader's hash-flood check; the C gives the keys as a tuple)."""
     if not set(map(type, keys)) <= _INLINE:
         raise TypeError("a dict's key is not an inline value")
+    if check is not None:
+        for d, k in compress(zip(range(len(lengths)), accumulate(lengths, initial=0)),
+                             map(at_least.__le__, lengths)):
+            check(keys[k:k + lengths[d]])
     keys_in, values_in = iter(keys), iter(values)
     deque(map(dict.update, compress(dicts, lengths),
               map(zip, map(islice, repeat(keys_in), compress(lengths, lengths)),

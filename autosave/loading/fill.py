@@ -26,6 +26,8 @@ TUPLE_PLAN = ADAPTERS_BY_NAME["builtins.tuple"]
 ENTRIES = {LIST_PLAN: ("lists", 2), DICT_PLAN: ("dicts", 3), TUPLE_PLAN: ("tuples", 2)}
 
 _ABSENT = type(ABSENT)
+_EMPTY_DICT: dict = {}               # never filled: allocate() copies it
+_check_dict_flood = partial(check_flood, what="a dict")
 _INLINE_VALUES = INLINE_TYPES | {_ABSENT}
 
 
@@ -55,6 +57,8 @@ def allocate(plans, batches):
             if plan is TUPLE_PLAN:
                 tuples.append((b, len(objs), n))
                 objs += repeat(None, n)      # built below, once the others exist
+            elif plan is DICT_PLAN:          # copies of {}: no argument parsing, half of dict()'s cost
+                objs += map(dict.copy, repeat(_EMPTY_DICT, n))
             else:
                 objs += map(plan.types[0], repeat((), n))
         elif type(plan) is InstancePlan and plan.base is None:
@@ -371,10 +375,8 @@ class Filler:
         check_lengths(lengths, len(keys), "dicts")
         if len(values) != len(keys):
             raise FormatError(f"the dicts hold {len(keys)} keys and {len(values)} values")
-        for d, k in compress(zip(range(len(lengths)), accumulate(lengths, initial=0)),
-                             map(FLOOD_MIN.__le__, lengths)):
-            check_flood(keys[k:k + lengths[d]], "a dict")
-        kernels.fill_dicts(dicts, lengths, keys, values)
+        # the dicts of FLOOD_MIN keys or more are checked by the kernel, before it fills
+        kernels.fill_dicts(dicts, lengths, keys, values, _check_dict_flood, FLOOD_MIN)
         for owner, at, j in self.owners(lengths, self.waiting(values, index, any_missing)):
             key = keys[sum(lengths[:owner]) + at]
             self.patch(j, dict.__setitem__, (dicts[owner], key), start + owner)

@@ -11,18 +11,33 @@ from itertools import islice
 from types import MemberDescriptorType
 
 from ..model.adapters import ADAPTERS_BY_NAME
+from ..model.adapters.base import ON_REGISTER
 from ..model.adapters.callables import apply_default_state
 from ..model.adapters.containers import flood_checked
 from ..errors import FormatError, IncompatibleSaveError, LoadError, UntrustedTypeError
+from ..format import kernels
 from ..format.wire import ABSENT, STATE_FIELDS, type_entry
 from ..checks.loadcheck import bound_hook, class_attribute, describe
 from ..model.reconstructors import check_inert
 from ..model.registry import REGISTRY
 from ..model.schema import schema_of
 from ..model.upgrades import run_upgrades, unreachable_hooks, upgrade_chain
+from .protocol import schedule_of
 
 
 # -- plans for classes -------------------------------------------------------------------
+
+def has_attribute(cls: type, name: str) -> bool:
+    """``hasattr(cls, name)``. A class whose metaclass is ``type`` has it when a class of
+    its MRO defines it: asked so, a missing one costs no AttributeError (which 3.11
+    formats a message for)."""
+    if type(cls) is type:
+        for klass in cls.__mro__:
+            if name in klass.__dict__:
+                return True
+        return name in type.__dict__
+    return hasattr(cls, name)
+
 
 class EnumPlan:
     mutable, has_fill, has_loaded_hook, reads_parts, deep = False, False, False, False, False
@@ -30,6 +45,12 @@ class EnumPlan:
 
     def __init__(self, cls: Any):      # an Enum class
         self.cls = cls
+
+    def fresh(self) -> "EnumPlan":
+        """A copy for one load (``plan_for`` keeps the one made)."""
+        plan = object.__new__(EnumPlan)
+        plan.__dict__ = self.__dict__.copy()
+        return plan
 
     def build(self, vals: list[Any]) -> Any:
         if len(vals) == 2:
@@ -70,13 +91,19 @@ class StatePlan:
 
     def __init__(self, cls: type, saved_version: int | None = None):
         self.cls = cls
-        self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
+        self.has_loaded_hook = has_attribute(cls, "__autosave_loaded__")
         self.hash_kind = 0 if cls.__hash__ in (object.__hash__, None) else 2
         self.schema = schema_of(cls)
         self.saved_version = self.schema.version if saved_version is None else saved_version
         self.upgrades = upgrade_chain(self.schema, self.saved_version)
         # its __setstate__ is the class's code reading the state: all of it done first
         self.deep = class_attribute(cls, "__setstate__") is not None
+
+    def fresh(self) -> "StatePlan":
+        """A copy for one load (``plan_for`` keeps the one made)."""
+        plan = object.__new__(StatePlan)
+        plan.__dict__ = self.__dict__.copy()
+        return plan
 
     def allocate(self, rec):
         if len(rec) > 2:
@@ -120,7 +147,7 @@ class InstancePlan:
         if schema.renamed:          # a field's old name in the save: its current name
             self.fields = fields = [schema.renamed.get(f, f) for f in fields]
         self.nfields = len(fields)
-        self.has_loaded_hook = hasattr(cls, "__autosave_loaded__")
+        self.has_loaded_hook = has_attribute(cls, "__autosave_loaded__")
         self.unset_slots = 0        # unset-slot markers consumed, checked against the file
         base = schema.base
         self.base = base
@@ -176,6 +203,19 @@ class InstancePlan:
                 self.setters, self.slot_descriptors)]
             self.fill, self.create = self.fill_slots, self.create_filled  # type: ignore[method-assign]
             self.direct = "slots"
+
+    def fresh(self) -> "InstancePlan":
+        """A copy for one load (``plan_for`` keeps the one made): its own count of
+        unset slots, and its calls bound to itself (a load may replace them with
+        generated code's)."""
+        plan = object.__new__(InstancePlan)
+        plan.__dict__ = self.__dict__.copy()
+        plan.unset_slots = 0
+        if self.direct == "dict":
+            plan.fill, plan.create = plan.fill_dict, plan.create_filled  # type: ignore[method-assign]
+        elif self.direct == "slots":
+            plan.fill, plan.create = plan.fill_slots, plan.create_filled  # type: ignore[method-assign]
+        return plan
 
     def allocate(self, rec):
         if len(rec) != 1 + self.nfields and self.base is None:
@@ -322,8 +362,100 @@ def resolve_class(name: str) -> Any:
             f"(a load imports nothing): {fix}") from None
 
 
+# -- what a type entry decides, kept across loads and saves ------------------------------
+#
+# A type entry decides its plan from the registry (names, trust, versions, upgrade
+# hooks), the adapters, the class (its schema, hash, hooks, slot descriptors) and what
+# its name resolves to in sys.modules. The plan made for one is kept, by the entry's
+# exact contents, and given again (a copy: a plan counts what its load consumed) while
+# none of that changed:
+# * each plan is kept with the registry's ``changes`` (any change to its tables,
+#   however made) and the count of adapters registered when it was decided, and is
+#   not given once either differs;
+# * what the class and its name resolution read is read again at each use and
+#   compared (``_current``): a class rebound or reloaded under its name, a module
+#   gone, a hook added or a slot replaced since make the plan anew.
+# Nothing else decides a plan: generated code is picked per load (``rebuild``), and
+# the choice of C or Python loops is fixed when ``kernels`` is imported.
+
+_CLASS_PLANS = (InstancePlan, StatePlan, EnumPlan)
+# key -> (plan, found by the registry's names, its facts, the generation it was made in)
+_CACHE: dict[tuple[Any, ...], tuple[Any, bool, tuple[Any, ...], tuple[int, int]]] = {}
+_CACHE_MAX = 4096                   # entries: a stream of odd files cannot grow it further
+_ADAPTERS = [0]                     # bumped by every adapter registered (or removed)
+_SEEN: list[Any] = [None]           # the generation the cache was last filled in
+_STR = {str}
+
+
+def _drop_cache() -> None:
+    _ADAPTERS[0] += 1
+    _CACHE.clear()
+
+
+ON_REGISTER.append(_drop_cache)
+
+
 def plan_for(index: int, entry: Any) -> Any:
-    name, version, fields = type_entry(index, entry)
+    """The plan of type entry ``index``: an adapter (shared), or a class's plan (this
+    caller's own)."""
+    # read before anything is decided: a plan decided while the registry changes (on
+    # another thread) is kept under the generation before, and never given again
+    generation = (REGISTRY.changes, _ADAPTERS[0])
+    if _SEEN[0] != generation:      # what was kept before will not be given: let it go
+        _CACHE.clear()
+        _SEEN[0] = generation
+    # type_entry's checks, made here at C speed for the entries the cache may hold
+    if (type(entry) is list and len(entry) == 3 and type(entry[0]) is str
+            and type(entry[1]) is int and type(entry[2]) is list
+            and kernels.kinds(entry[2]) <= _STR):
+        name, version, fields = entry
+    else:
+        name, version, fields = type_entry(index, entry)
+    key = (name, version, *fields)
+    cached = _CACHE.get(key)
+    if cached is not None:
+        template, by_name, facts, made_in = cached
+        if made_in == generation:
+            if template.__class__ not in _CLASS_PLANS:
+                return template
+            if _current(template, name, by_name, facts):
+                return template.fresh()
+        _CACHE.pop(key, None)       # (another thread's load may have dropped it)
+    plan = decide_plan(index, name, version, fields)
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    if plan.__class__ not in _CLASS_PLANS:
+        _CACHE[key] = (plan, True, (), generation)
+        return plan
+    schedule_of(plan)               # read once, shared by its copies
+    _CACHE[key] = (plan, REGISTRY.by_name.get(name) is plan.cls, _facts(plan), generation)
+    return plan.fresh()
+
+
+def _facts(plan: Any) -> tuple[Any, ...]:
+    """What a class plan read of its class besides the (cached) schema."""
+    cls = plan.cls
+    return (schema_of(cls), cls.__hash__, has_attribute(cls, "__autosave_loaded__"),
+            class_attribute(cls, "__setstate__"),
+            *[getattr(cls, name, None) for _, name, is_slot in getattr(plan, "setters", ())
+              if is_slot])
+
+
+def _current(plan: Any, name: str, by_name: bool, facts: tuple[Any, ...]) -> bool:
+    """Whether ``plan`` is what its entry decides now, the registry unchanged: its name
+    still resolves to its class (found in the registry's names, that is the registry's;
+    else through sys.modules, which is looked at again), and the class is as it was."""
+    if not by_name:
+        try:
+            if resolve_class(name) is not plan.cls:
+                return False
+        except LoadError:
+            return False            # decided again, to raise what it raises
+    return _facts(plan) == facts
+
+
+def decide_plan(index: int, name: str, version: int, fields: list[str]) -> Any:
+    """The plan a type entry decides now (``plan_for`` keeps it)."""
     adapter = ADAPTERS_BY_NAME.get(name)
     if adapter is not None:
         if fields:

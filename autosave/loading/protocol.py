@@ -20,7 +20,7 @@ frozen ``Schedule`` with names and enums instead of magic values. The loop
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from ..checks.limits import Hashing
@@ -47,6 +47,17 @@ class Schedule:
     hashing: Hashing           # what hashing one of its objects visits
     c_dealloc_levels: int      # 0, or the C stack one nesting level takes to free
                                # (CPython frees it by unchecked C recursion)
+    # (fill waits, build waits, after batches) while the batch objects are filled (0)
+    # and while they are not (1): what ``step_of`` asks of every load, worked out once
+    waits: tuple[tuple[Any, Any, bool], tuple[Any, Any, bool]] = field(
+        init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "waits", tuple(
+            (self.waits_to_fill(unfilled), self.waits_to_build(unfilled),
+             unfilled and self.shallow and not self.mutable and self.has_fill
+             and self.waits_to_build(True) is None)
+            for unfilled in (False, True)))
 
     def waits_to_fill(self, batches_unfilled: bool) -> slice | None:
         """The parts a fill must find finished. While batch objects are not filled, a
@@ -132,13 +143,15 @@ def step_of(plan: Any, schedule: Schedule, batches_unfilled: bool,
             objs: list[Any] | None = None) -> Step:
     """``objs``: the load's built objects, for a plan that reads its records itself
     (``record_reader(objs)``: a create-from-record bound to them, as generated code's)."""
-    after_batches = (batches_unfilled and schedule.shallow and not schedule.mutable
-                     and schedule.has_fill and schedule.waits_to_build(True) is None)
+    fill_waits, build_waits, after_batches = schedule.waits[batches_unfilled]
     from_record = getattr(plan, "create_from_record", None)
-    reader = getattr(plan, "record_reader", None)
-    if from_record is None and reader is not None and objs is not None:
-        from_record = reader(objs)
-    return Step(plan, schedule.mutable, plan.fill if schedule.has_fill else None,
-                schedule.waits_to_fill(batches_unfilled), schedule.has_loaded_hook,
-                getattr(plan, "create", None), from_record,
-                schedule.waits_to_build(batches_unfilled), schedule, after_batches)
+    if from_record is None and objs is not None:
+        reader = getattr(plan, "record_reader", None)
+        if reader is not None:
+            from_record = reader(objs)
+    return _make_step((plan, schedule.mutable, plan.fill if schedule.has_fill else None,
+                       fill_waits, schedule.has_loaded_hook, getattr(plan, "create", None),
+                       from_record, build_waits, schedule, after_batches))
+
+
+_make_step = Step._make

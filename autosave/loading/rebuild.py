@@ -54,20 +54,7 @@ class Loader:
         self.records: list[Any] = [None] * first + records if first else records
         check_records(self.schedules, records, first, plan_names(self.plans))
         if not unset_markers:
-            # Generated code builds records straight into their objects; it never sees
-            # unset-slot markers, so it is used only when the file holds none.
-            for plan in self.plans:
-                if isinstance(plan, InstancePlan) and plan.create is not None:
-                    factory = GENERATED.load_factory(plan.cls)
-                    # The load side of the generated-code interface (SAVE_ABI): the
-                    # saved field names, whether each maps straight onto the class as
-                    # it is (no upgrades, defaults or dropped fields), the built objects.
-                    plain = (not plan.upgrades and not plan.defaults
-                             and len(plan.setters) == plan.nfields)
-                    made = (factory(tuple(plan.fields), plain, self.objs)
-                            if factory is not None else None)
-                    if made is not None:
-                        plan.create, plan.fill, plan.create_from_record = made  # type: ignore[method-assign]
+            self.use_generated_code()
         self.early: dict[int, Any] = {}   # index -> mutable allocated before its record
         self.unfinished: set[int] = set()  # allocated, not yet filled
         self.unset_markers = unset_markers
@@ -82,6 +69,27 @@ class Loader:
         # (index, values) of records whose fill waits, shallowly, for batch objects only
         # so far: filled as soon as the batches are (fill_batches), never deferred then
         self.after_batches: list[tuple[int, list[Any]]] = []
+
+    def use_generated_code(self) -> None:
+        """Generated code builds records straight into their objects. It never sees
+        unset-slot markers, so it is used only when the file holds none; whether it is
+        on is read once per load."""
+        plans = [p for p in self.plans if isinstance(p, InstancePlan) and p.create is not None]
+        factories = GENERATED.load_factories([p.cls for p in plans]) if plans else None
+        if not factories:
+            return
+        for plan in plans:
+            factory = factories.get(plan.cls)
+            if factory is None:
+                continue
+            # The load side of the generated-code interface (SAVE_ABI): the saved field
+            # names, whether each maps straight onto the class as it is (no upgrades,
+            # defaults or dropped fields), the built objects.
+            plain = (not plan.upgrades and not plan.defaults
+                     and len(plan.setters) == plan.nfields)
+            made = factory(tuple(plan.fields), plain, self.objs)
+            if made is not None:
+                plan.create, plan.fill, plan.create_from_record = made  # type: ignore[method-assign]
 
     def release(self):
         """A plan keeps its own bound methods (``fill``, ``create``): a cycle per class.

@@ -21,6 +21,8 @@ import itertools
 import types
 
 from .adapters import ADAPTERS_BY_TYPE
+from .adapters.base import ON_REGISTER
+from .registry import REGISTRY
 from .advice import Unsaveable
 from .schema import schema_of
 
@@ -47,8 +49,29 @@ UNSAVEABLE_TYPES = Unsaveable({
 })
 
 
+# kind_of's answers, per class: what it reads is the adapters (a new one drops them all),
+# the class's schema (cached the same way, dropped with it when the class is registered
+# again) and the class's bases, which a class statement fixes.
+_KINDS: dict[type, tuple] = {}
+
+
+def _forget_kinds(*_):
+    _KINDS.clear()
+
+
+ON_REGISTER.append(_forget_kinds)
+REGISTRY.class_changed.append(_forget_kinds)
+
+
 def kind_of(cls):
     """(kind, detail) of a class: the adapter, the refusal's reason, or the schema."""
+    found = _KINDS.get(cls)
+    if found is None:
+        found = _KINDS[cls] = _kind_of(cls)
+    return found
+
+
+def _kind_of(cls):
     adapter = ADAPTERS_BY_TYPE.get(cls)
     if adapter is not None:
         return ADAPTER, adapter

@@ -73,6 +73,7 @@ class GeneratedCode:
         self.pending = set()    # packages to look in before the next save or load
         self.stale = set()      # classes warned about
         self.seen_changes = -1  # REGISTRY.changes when its packages were last noted
+        self.noted = set()      # modules note()d already (a load notes its classes')
 
     # -- called by generated modules -------------------------------------------------------
 
@@ -113,6 +114,10 @@ class GeneratedCode:
         generated code is in use."""
         if not enabled():
             return False
+        self.import_pending()
+        return bool(self.save)
+
+    def import_pending(self):
         if self.seen_changes != REGISTRY.changes:
             self.seen_changes = REGISTRY.changes
             for cls in (*REGISTRY.by_name.values(), *REGISTRY.asset_classes):
@@ -125,7 +130,6 @@ class GeneratedCode:
         for package in [p for p in self.pending if p in sys.modules]:
             self.pending.discard(package)
             self.import_generated(package)
-        return bool(self.save)
 
     def import_generated(self, package):
         if package in self.probed:
@@ -163,11 +167,23 @@ class GeneratedCode:
         return self.save.get(cls)
 
     def load_factory(self, cls):
+        factories = self.load_factories((cls,))
+        return None if factories is None else factories.get(cls)
+
+    def load_factories(self, classes):
+        """{class: load factory} for a load of objects of ``classes``, their packages
+        looked in first; None when generated code is off (``AUTOSAVE_CODEGEN=0``, read
+        once per load: a load decides it once, for all its classes)."""
         if not enabled():
             return None
-        self.note(cls.__module__)
-        self.activate()
-        return self.load.get(cls)
+        noted = self.noted
+        for cls in classes:
+            module = cls.__module__
+            if module not in noted:
+                self.note(module)
+                noted.add(module)
+        self.import_pending()
+        return self.load
 
 
 class PrecompiledCoroutines:

@@ -46,10 +46,49 @@ def _top(module_name):
     return module_name.partition(".")[0]
 
 
+class _Tracked:
+    """Mixin of the registry's tables: every change to one bumps its registry's
+    ``changes``, whoever makes it (the decorators, or a test discarding a namespace
+    from ``allowed``), so that what a load decided from them (``loading.plans``'
+    cache) is never used once they differ."""
+    owner: "Registry | None" = None
+
+
+def _tracking(base, mutators):
+    def wrap(name):
+        method = getattr(base, name)
+
+        def tracked(self, *args, **kwargs):
+            result = method(self, *args, **kwargs)
+            owner = self.owner
+            if owner is not None:
+                owner.changed()
+            return result
+        tracked.__name__ = name
+        return tracked
+
+    return type(f"Tracked{base.__name__.capitalize()}", (_Tracked, base),
+                {name: wrap(name) for name in mutators})
+
+
+TrackedDict = _tracking(dict, ("__setitem__", "__delitem__", "pop", "popitem", "clear",
+                               "update", "setdefault", "__ior__"))
+TrackedSet = _tracking(set, ("add", "discard", "remove", "pop", "clear", "update",
+                             "difference_update", "intersection_update",
+                             "symmetric_difference_update", "__ior__", "__iand__",
+                             "__isub__", "__ixor__"))
+
+
 class Registry:
-    """Process-wide tables; one instance, ``REGISTRY``, backs the public decorators."""
+    """Process-wide tables; one instance, ``REGISTRY``, backs the public decorators.
+
+    ``changes`` counts every change to them: registrations, and any change made to a
+    table directly (they are ``TrackedDict`` / ``TrackedSet``), or a table replaced."""
+
+    changes: int
 
     def __init__(self):
+        object.__setattr__(self, "changes", 0)
         self.by_name = {}          # stable name or alias -> class / function
         self.allowed = set()       # allowed top-level namespaces
         self.game = set()          # namespaces that define saveable classes: the game's own
@@ -57,7 +96,21 @@ class Registry:
         self.asset_by_id = {}      # asset id -> object
         self.asset_id_of = {}      # id(object) -> asset id (objects kept alive above)
         self.asset_classes = set() # classes with a registered asset instance
-        self.changes = 0           # bumped by every registration (generated.py watches it)
+        self.class_changed = []    # callbacks taking a class re-registered (schema.py)
+
+    def __setattr__(self, name, value):
+        # a table set or replaced (a test's monkeypatch) is tracked from then on
+        if type(value) is dict or type(value) is set:
+            tracked = (TrackedDict if type(value) is dict else TrackedSet)(value)
+            tracked.owner = self
+            value = tracked
+        object.__setattr__(self, name, value)
+        if name != "changes":
+            self.changed()
+
+    def changed(self):
+        """Count a change (generated.py and loading.plans watch ``changes``)."""
+        object.__setattr__(self, "changes", self.changes + 1)
 
     # -- registration ----------------------------------------------------------------
 
@@ -71,6 +124,8 @@ class Registry:
             if not isinstance(version, int) or version < 1:
                 raise ValueError(f"@saveable(version=...) must be an int >= 1, got {version!r}")
             cls.__autosave_version__ = version
+        for callback in self.class_changed:     # a class registered again: a new version
+            callback(cls)
         stable = stable_name(cls)
         for key in (stable, *aliases):
             known = self.by_name.get(key)
@@ -83,7 +138,7 @@ class Registry:
             self.by_name[key] = cls
         self.allowed.add(_top(cls.__module__))
         self.game.add(_top(cls.__module__))
-        self.changes += 1
+        self.changed()
         return cls
 
     def allow(self, *packages):
@@ -91,7 +146,7 @@ class Registry:
             if not isinstance(package, str) or not package or package.startswith("."):
                 raise ValueError(f"autosave.allow() takes package names, got {package!r}")
             self.allowed.add(package)
-        self.changes += 1
+        self.changed()
 
     def add_upgrade(self, name, from_version, fn):
         key = (name, from_version)
@@ -110,16 +165,25 @@ class Registry:
         self.asset_by_id[asset_id] = obj
         self.asset_id_of[id(obj)] = asset_id
         self.asset_classes.add(type(obj))
-        self.changes += 1
+        self.changed()
         return obj
 
     # -- trust -----------------------------------------------------------------------
 
     def is_allowed_module(self, module_name):
+        """Whether the module or one of its parent packages is allowed."""
         if not isinstance(module_name, str):
             return False
-        parts = module_name.split(".")
-        return any(".".join(parts[:i]) in self.allowed for i in range(1, len(parts) + 1))
+        allowed = self.allowed
+        if module_name in allowed:
+            return True
+        # each parent ("a", "a.b" of "a.b.c"), without a list of them per question
+        dot = module_name.find(".")
+        while dot != -1:
+            if module_name[:dot] in allowed:
+                return True
+            dot = module_name.find(".", dot + 1)
+        return False
 
     def is_game_module(self, module_name):
         """A module of a package that defines ``@save_root`` / ``@saveable`` classes: the

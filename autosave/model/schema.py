@@ -42,7 +42,7 @@ from types import MappingProxyType
 import attrs
 import xxhash
 
-from .registry import SAFE_STDLIB_NAMES, class_version, stable_name
+from .registry import REGISTRY, SAFE_STDLIB_NAMES, class_version, stable_name
 
 transient = MappingProxyType({"autosave.transient": True})
 """Field marker: ``attrs.field(metadata=autosave.transient)`` or
@@ -162,6 +162,16 @@ class ClassSchema:
 
 
 _schemas: dict[type, "ClassSchema"] = {}
+
+
+def _forget(cls):
+    """A class registered again (``@saveable(version=...)`` on it, once more): its
+    schema and its subclasses' (their version may be its) are made anew when asked."""
+    for known in [k for k in _schemas if cls in k.__mro__]:
+        del _schemas[known]
+
+
+REGISTRY.class_changed.append(_forget)
 
 
 def schema_of(cls):
