@@ -275,6 +275,48 @@ def test_steps_run_ahead_of_the_thread_by_a_few_checkpoints(tmp_path):
         assert not log._writer._jobs
 
 
+@pytest.mark.parametrize("walks", [1, 2, 3])
+def test_walks_in_flight_are_bounded_by_bytes(tmp_path, monkeypatch, walks):
+    """With room for ``walks`` walks of the state's size, no more wait for the thread,
+    and the file is the one the count alone would have written."""
+    import threading
+    rng = random.Random(4)
+    states = [[rng.random() for _ in range(500)] for _ in range(12)]
+    size = len(autosave.dumps(states[0]))
+    images, default = [], writer.WALKS_HELD
+    for held in (default, walks * writer.WALK_PER_SAVE_BYTE * size):
+        monkeypatch.setattr(writer, "WALKS_HELD", held)
+        gate = threading.Event()      # the thread works only while the game waits for it
+        build, collect_one = writer._Chooser.build, writer.CheckpointWriter._collect_one
+
+        def held_back(self, *args, build=build, gate=gate):
+            assert gate.wait(10)
+            return build(self, *args)
+
+        def waited_for(self, collect_one=collect_one, gate=gate):
+            gate.set()
+            collect_one(self)
+        monkeypatch.setattr(writer._Chooser, "build", held_back)
+        monkeypatch.setattr(writer.CheckpointWriter, "_collect_one", waited_for)
+        path = tmp_path / f"g{held}.log"
+        with CheckpointLog.open(path, checkpoint_every=1, full_every=3) as log:
+            log.enter("n")
+            log.step(states[0])
+            log.flush()                   # the first save's size is known
+            most = 0
+            for state in states[1:]:
+                gate.clear()
+                log.step(state)
+                most = max(most, len(log._writer._jobs))
+        assert most == (writer.IN_FLIGHT if held == default else walks)
+        monkeypatch.undo()
+        images.append(path.read_bytes())
+        with CheckpointLog.open(path, writable=False) as log:
+            for k, state in enumerate(states):
+                assert log.restore(Position("n", k, 0)) == state
+    assert images[0] == images[1]
+
+
 # -- forged chains -------------------------------------------------------------------------
 
 def forge(path, states, payload_of):
