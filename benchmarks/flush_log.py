@@ -4,6 +4,8 @@ checkpoints, at a given change (default 100%: every checkpoint as large as a who
     python benchmarks/flush_log.py --before /path/to/old/venv/bin/python --dir /dev/shm
     python benchmarks/flush_log.py --workload town --objects 100000 --changes 1.0 0.01
 
+``--inline`` adds this build with every checkpoint made on the game's thread (encoding,
+zstd and append in ``step()``, as before delta checkpoints, with this engine's dumps).
 ``--before`` names a Python whose ``autosave`` is a build from before delta checkpoints
 (where ``step()`` made the whole compressed checkpoint on the game's thread and
 ``flush()`` only wrote it): this script runs itself under it and under this build,
@@ -47,8 +49,12 @@ def workload(name, objects, seed):
     return state, lambda rng, fraction: delta_log.change(state, fraction, rng)
 
 
-def one_round(name, objects, fraction, checkpoints, flush_every, directory, seed):
+def one_round(name, objects, fraction, checkpoints, flush_every, directory, seed,
+              inline=False):
     import autosave
+    if inline:            # every checkpoint made whole or delta on the game's thread
+        from autosave.log import writer
+        writer._HandOff.inline = lambda self: True
     autosave.allow("town_log")
     autosave.allow("delta_log")
     state, change = workload(name, objects, seed)
@@ -138,6 +144,9 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--before", help="a Python whose autosave predates delta checkpoints")
+    parser.add_argument("--inline", action="store_true",
+                        help="also this build with every checkpoint made on the game's "
+                             "thread (the placement before delta checkpoints, this engine)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -145,18 +154,20 @@ def main(argv=None):
     if args.one:
         print(json.dumps(one_round(args.workload, args.objects, args.change,
                                    args.checkpoints, args.flush_every, directory,
-                                   args.seed)))
+                                   args.seed, args.inline)))
         return
-    builds = {"now": sys.executable}
+    builds = {"now": (sys.executable, [])}
+    if args.inline:
+        builds["now, made on the game's thread"] = (sys.executable, ["--inline"])
     if args.before:
-        builds = {"before deltas": args.before, **builds}
-    results = {build: [] for build in builds}
+        builds = {"before deltas": (args.before, []), **builds}
+    results: dict = {build: [] for build in builds}
     common = ["--one", "--workload", args.workload, "--objects", str(args.objects),
               "--change", str(args.change), "--checkpoints", str(args.checkpoints),
               "--flush-every", str(args.flush_every), "--dir", str(directory)]
     for i in range(args.rounds):
-        for build, python in builds.items():      # alternating: load skews both alike
-            done = subprocess.run([python, str(Path(__file__).resolve()), *common,
+        for build, (python, extra) in builds.items():   # alternating: load skews all alike
+            done = subprocess.run([python, str(Path(__file__).resolve()), *common, *extra,
                                    "--seed", str(i + 1)], cwd=HERE, check=True,
                                   capture_output=True, text=True)
             results[build].append(json.loads(done.stdout))

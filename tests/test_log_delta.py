@@ -298,6 +298,7 @@ def test_walks_in_flight_are_bounded_by_bytes(tmp_path, monkeypatch, walks):
             collect_one(self)
         monkeypatch.setattr(writer._Chooser, "build", held_back)
         monkeypatch.setattr(writer.CheckpointWriter, "_collect_one", waited_for)
+        monkeypatch.setattr(writer._HandOff, "inline", lambda self: False)
         path = tmp_path / f"g{held}.log"
         with CheckpointLog.open(path, checkpoint_every=1, full_every=3) as log:
             log.enter("n")
@@ -315,6 +316,52 @@ def test_walks_in_flight_are_bounded_by_bytes(tmp_path, monkeypatch, walks):
             for k, state in enumerate(states):
                 assert log.restore(Position("n", k, 0)) == state
     assert images[0] == images[1]
+
+
+@pytest.mark.parametrize("modes", ["thread inline", "inline alternate"])
+def test_the_same_file_whether_checkpoints_are_made_here_or_on_the_thread(
+        tmp_path, monkeypatch, modes):
+    """writer._HandOff may make a checkpoint on the game's thread: the chooser makes the
+    same payloads in the same order, so the file is byte for byte the same."""
+    images = []
+    for mode in modes.split():
+        turns = iter(range(1000))
+        decide = {"thread": lambda self: False, "inline": lambda self: True,
+                  "alternate": lambda self: next(turns) % 3 != 0}[mode]
+        monkeypatch.setattr(writer._HandOff, "inline", decide)
+        rng = random.Random(11)
+        state = world(rng, 40)
+        expected = {}
+        path = tmp_path / f"{mode}.log"
+        with CheckpointLog.open(path, checkpoint_every=1, full_every=4) as log:
+            log.enter("n")
+            for k in range(24):
+                mutate(rng, state, ["change", "change", "add", "change", "remove"][k % 5])
+                expected[(0, k)] = autosave.dumps(state)
+                log.step(state)
+                if k % 5 == 4:
+                    log.flush()
+        images.append(path.read_bytes())
+        payloads = check_bytes(path, expected, deltas=False)
+        assert sum(map(is_delta, payloads.values())) >= 6
+    assert images[0] == images[1]
+
+
+def test_checkpoints_are_made_here_while_handing_off_costs_more():
+    hand_off = writer._HandOff()
+    assert not hand_off.inline()                  # nothing measured yet
+    for _ in range(hand_off.WINDOW):
+        hand_off.builds.append(0.002)
+        hand_off.handoffs.append(0.0001)
+    assert not hand_off.inline()
+    for _ in range(hand_off.WINDOW // 2 + 1):
+        hand_off.handoffs.append(0.008)           # most hand-offs lose a time slice
+    decisions = [hand_off.inline() for _ in range(2 * hand_off.PROBE)]
+    # every PROBE-th handed off all the same, to measure the hand-off again
+    assert decisions == ([True] * (hand_off.PROBE - 1) + [False]) * 2
+    for _ in range(hand_off.WINDOW // 2 + 1):
+        hand_off.handoffs.append(0.0001)
+    assert not hand_off.inline()
 
 
 # -- forged chains -------------------------------------------------------------------------
