@@ -281,7 +281,9 @@ def test_walks_in_flight_are_bounded_by_bytes(tmp_path, monkeypatch, walks):
     and the file is the one the count alone would have written."""
     import threading
     rng = random.Random(4)
-    states = [[rng.random() for _ in range(500)] for _ in range(12)]
+    first = [rng.random() for _ in range(500)]
+    # a little changes each time: deltas, made on the thread (writer._Chooser)
+    states = [first[:k] + [0.5] + first[k + 1:] for k in range(12)]
     size = len(autosave.dumps(states[0]))
     images, default = [], writer.WALKS_HELD
     for held in (default, walks * writer.WALK_PER_SAVE_BYTE * size):
@@ -299,6 +301,7 @@ def test_walks_in_flight_are_bounded_by_bytes(tmp_path, monkeypatch, walks):
         monkeypatch.setattr(writer._Chooser, "build", held_back)
         monkeypatch.setattr(writer.CheckpointWriter, "_collect_one", waited_for)
         monkeypatch.setattr(writer._HandOff, "inline", lambda self: False)
+        monkeypatch.setattr(writer._Chooser, "whole_after_big", lambda self: False)
         path = tmp_path / f"g{held}.log"
         with CheckpointLog.open(path, checkpoint_every=1, full_every=3) as log:
             log.enter("n")
@@ -329,6 +332,8 @@ def test_the_same_file_whether_checkpoints_are_made_here_or_on_the_thread(
         decide = {"thread": lambda self: False, "inline": lambda self: True,
                   "alternate": lambda self: next(turns) % 3 != 0}[mode]
         monkeypatch.setattr(writer._HandOff, "inline", decide)
+        if mode == "thread":              # all of them, even whole ones after a big delta
+            monkeypatch.setattr(writer._Chooser, "whole_after_big", lambda self: False)
         rng = random.Random(11)
         state = world(rng, 40)
         expected = {}
@@ -705,6 +710,40 @@ def test_when_most_of_the_state_changes_checkpoints_go_whole(tmp_path):
             log.flush()                   # (the writer learns a delta's size when done)
         kinds = "".join("d" if is_delta(p) else "W" for p in checkpoint_payloads(log).values())
     assert kinds == "Wd" + "W" * 8 + "dW"
+
+
+def test_whole_checkpoints_after_a_big_delta_are_made_on_the_games_thread(
+        tmp_path, monkeypatch):
+    """When most of the state changes, the thread would only take turns with the game
+    over the same work: those checkpoints are made and appended in step() itself.
+    A small change goes to the thread."""
+    import threading
+    monkeypatch.setattr(writer._HandOff, "inline", lambda self: False)   # measured: never
+    made, build = [], writer.CheckpointWriter._build
+
+    def spied(self, *args):
+        made.append(threading.current_thread() is threading.main_thread())
+        return build(self, *args)
+    monkeypatch.setattr(writer.CheckpointWriter, "_build", spied)
+    rng = random.Random(3)
+    state = [rng.random() for _ in range(2000)]
+    with CheckpointLog.open(tmp_path / "g.log", checkpoint_every=1) as log:
+        log.enter("n")
+        for k in range(22):
+            if k < 12:
+                state = [rng.random() for _ in range(2000)]      # all of it changes
+            else:
+                state = state[:-1] + [rng.random()]              # hardly anything
+            before = len(made)
+            position = log.step(state)
+            if len(made) > before and made[-1]:
+                assert not log._writer._jobs       # appended before step() returned
+                assert position.step in log._records[0].checkpoints
+            log.flush()
+        kinds = "".join("d" if is_delta(p) else "W" for p in checkpoint_payloads(log).values())
+    assert kinds == "Wd" + "W" * 8 + "d" + "W" * 8 + "ddd"
+    # here: the eight whole ones after each big delta; the deltas, on the thread
+    assert made == [False, False] + [True] * 8 + [False] + [True] * 8 + [False] * 3
 
 
 def test_the_same_play_writes_the_same_file_however_the_thread_runs(tmp_path, monkeypatch):

@@ -105,6 +105,11 @@ class _Chooser:
             self.big = index
         return payload
 
+    def whole_after_big(self) -> bool:
+        """Whether the next checkpoint is whole because a recent delta came out big:
+        most of the state changes between checkpoints."""
+        return self.big is not None and self.index - self.big <= WHOLE_AFTER_BIG
+
     def _wants_delta(self, size: int, index: int, end: int) -> bool:
         if len(self.chain) > self.full_every:
             return False
@@ -170,14 +175,21 @@ class CheckpointWriter:
         # the committed size: fixed by the game's calls (a flush), not by the thread
         end = self.file.end
         # With no job queued the thread is idle (a job leaves the queue once done), so
-        # the chooser may run here, in its turn.
-        if not self._jobs and self.hand_off.inline():
+        # the chooser may run here, in its turn: when a whole save is due because most
+        # of the state changes (the thread would only take turns with the game for the
+        # GIL over the same work: measured slower per tick, and a flush that waits for
+        # it slower than before deltas), or while handing off costs more.
+        if not self._jobs and (self._chooser.whole_after_big() or self.hand_off.inline()):
             future: Future = Future()
             try:
                 future.set_result(self._build(checkpoint, end))
             except Exception as error:   # raised by the next call, as the thread's are
                 future.set_exception(error)
-        elif self._pool is None:
+            self._jobs.append(_Job(checkpoint, future, done))
+            if future.exception() is None:
+                self._collect_one()       # appended now, as a step did before deltas
+            return
+        if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="autosave-log")
             future = self._pool.submit(self._build, checkpoint, end)
         else:
