@@ -9,7 +9,9 @@ release the GIL). The caller's thread appends each payload to the commit's pendi
 in the same order, when a later call finds it done (``collect``) or must wait for it
 (``settle``). A failure on the thread is raised by the call that collects it, after
 its checkpoint was written whole on the caller's thread: the history it was recorded
-in stays whole.
+in stays whole. With nothing queued, the caller's thread makes a checkpoint itself
+when a whole one is due after a big delta, or while handing off costs it more
+(``_HandOff``): the same chooser, in the same order, so the same file.
 """
 
 import os
