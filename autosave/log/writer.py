@@ -134,7 +134,7 @@ class _HandOff:
     than the recent checkpoints' making, the next checkpoints are made on the
     caller's thread, every PROBE-th still handed off to measure the hand-off again.
     Either way the chooser makes the same payload from the same inputs, in step
-    order: the file is the same (tests/test_log_delta.py)."""
+    order: the file is the same."""
 
     WINDOW = 5               # the medians of the last so many of each
     PROBE = 8
