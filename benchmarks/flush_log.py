@@ -54,7 +54,7 @@ def one_round(name, objects, fraction, checkpoints, flush_every, directory, seed
     import autosave
     if inline:            # every checkpoint made whole or delta on the game's thread
         from autosave.log import writer
-        writer._HandOff.inline = lambda self: True
+        writer._Chooser.whole_after_big = lambda self: True
     autosave.allow("town_log")
     autosave.allow("delta_log")
     state, change = workload(name, objects, seed)

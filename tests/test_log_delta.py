@@ -300,7 +300,6 @@ def test_walks_in_flight_are_bounded_by_bytes(tmp_path, monkeypatch, walks):
             collect_one(self)
         monkeypatch.setattr(writer._Chooser, "build", held_back)
         monkeypatch.setattr(writer.CheckpointWriter, "_collect_one", waited_for)
-        monkeypatch.setattr(writer._HandOff, "inline", lambda self: False)
         monkeypatch.setattr(writer._Chooser, "whole_after_big", lambda self: False)
         path = tmp_path / f"g{held}.log"
         with CheckpointLog.open(path, checkpoint_every=1, full_every=3) as log:
@@ -324,16 +323,16 @@ def test_walks_in_flight_are_bounded_by_bytes(tmp_path, monkeypatch, walks):
 @pytest.mark.parametrize("modes", ["thread inline", "inline alternate"])
 def test_the_same_file_whether_checkpoints_are_made_here_or_on_the_thread(
         tmp_path, monkeypatch, modes):
-    """writer._HandOff may make a checkpoint on the game's thread: the chooser makes the
-    same payloads in the same order, so the file is byte for byte the same."""
+    """The caller's thread makes a checkpoint itself when the thread is idle and the
+    chooser says so (writer._Chooser.whole_after_big, forced here whatever changed):
+    the chooser makes the same payloads in the same order, so the file is byte for
+    byte the same."""
     images = []
     for mode in modes.split():
         turns = iter(range(1000))
         decide = {"thread": lambda self: False, "inline": lambda self: True,
                   "alternate": lambda self: next(turns) % 3 != 0}[mode]
-        monkeypatch.setattr(writer._HandOff, "inline", decide)
-        if mode == "thread":              # all of them, even whole ones after a big delta
-            monkeypatch.setattr(writer._Chooser, "whole_after_big", lambda self: False)
+        monkeypatch.setattr(writer._Chooser, "whole_after_big", decide)
         rng = random.Random(11)
         state = world(rng, 40)
         expected = {}
@@ -350,23 +349,6 @@ def test_the_same_file_whether_checkpoints_are_made_here_or_on_the_thread(
         payloads = check_bytes(path, expected, deltas=False)
         assert sum(map(is_delta, payloads.values())) >= 6
     assert images[0] == images[1]
-
-
-def test_checkpoints_are_made_here_while_handing_off_costs_more():
-    hand_off = writer._HandOff()
-    assert not hand_off.inline()                  # nothing measured yet
-    for _ in range(hand_off.WINDOW):
-        hand_off.builds.append(0.002)
-        hand_off.handoffs.append(0.0001)
-    assert not hand_off.inline()
-    for _ in range(hand_off.WINDOW // 2 + 1):
-        hand_off.handoffs.append(0.008)           # most hand-offs lose a time slice
-    decisions = [hand_off.inline() for _ in range(2 * hand_off.PROBE)]
-    # every PROBE-th handed off all the same, to measure the hand-off again
-    assert decisions == ([True] * (hand_off.PROBE - 1) + [False]) * 2
-    for _ in range(hand_off.WINDOW // 2 + 1):
-        hand_off.handoffs.append(0.0001)
-    assert not hand_off.inline()
 
 
 # -- forged chains -------------------------------------------------------------------------
@@ -718,7 +700,6 @@ def test_whole_checkpoints_after_a_big_delta_are_made_on_the_games_thread(
     over the same work: those checkpoints are made and appended in step() itself.
     A small change goes to the thread."""
     import threading
-    monkeypatch.setattr(writer._HandOff, "inline", lambda self: False)   # measured: never
     made, build = [], writer.CheckpointWriter._build
 
     def spied(self, *args):

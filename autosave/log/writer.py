@@ -10,13 +10,11 @@ in the same order, when a later call finds it done (``collect``) or must wait fo
 (``settle``). A failure on the thread is raised by the call that collects it, after
 its checkpoint was written whole on the caller's thread: the history it was recorded
 in stays whole. With nothing queued, the caller's thread makes a checkpoint itself
-when a whole one is due after a big delta, or while handing off costs it more
-(``_HandOff``): the same chooser, in the same order, so the same file.
+when a whole one is due after a big delta: the same chooser, in the same order, so
+the same file.
 """
 
 import os
-import statistics
-import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -123,37 +121,6 @@ class _Chooser:
         return chain_fits([*self.chain, size], end)
 
 
-class _HandOff:
-    """Whether the next checkpoint is handed to the thread or made on the caller's:
-    measured, so that a step never pays much more than it must. Handing off costs
-    the step the wake of the thread: some 0.05 ms, but on a machine with more runnable
-    threads than cores the woken thread may take the game's core for a time slice,
-    then the GIL (measured at 10k objects: 0.12 ms median, 8 ms at the 90th
-    percentile). Making the checkpoint on the caller's thread costs what the thread
-    spends on it (its CPU time, measured there). When the recent hand-offs cost more
-    than the recent checkpoints' making, the next checkpoints are made on the
-    caller's thread, every PROBE-th still handed off to measure the hand-off again.
-    Either way the chooser makes the same payload from the same inputs, in step
-    order: the file is the same."""
-
-    WINDOW = 5               # the medians of the last so many of each
-    PROBE = 8
-
-    def __init__(self) -> None:
-        self.handoffs: deque[float] = deque(maxlen=self.WINDOW)
-        self.builds: deque[float] = deque(maxlen=self.WINDOW)   # appended by the thread too
-        self.inline_run = 0
-
-    def inline(self) -> bool:
-        handoffs, builds = list(self.handoffs), list(self.builds)
-        if len(handoffs) < self.WINDOW or len(builds) < self.WINDOW or \
-                statistics.median(handoffs) <= statistics.median(builds):
-            self.inline_run = 0
-            return False
-        self.inline_run += 1
-        return self.inline_run % self.PROBE != 0
-
-
 class CheckpointWriter:
     """Checkpoints of one writer's log, in the order they were taken."""
 
@@ -166,7 +133,6 @@ class CheckpointWriter:
         self._last_offset = 0             # the payload offset of the newest appended
         self._written: list[int] = []     # sizes of the chain appended so far
         self._walk_size = 0               # what a walk is reckoned to hold (WALKS_HELD)
-        self.hand_off = _HandOff()
 
     def submit(self, walked: Walked, done: Callable[[int], None]) -> None:
         """Queue the checkpoint of the walk ``walked``; ``done(offset)`` is called on
@@ -178,10 +144,10 @@ class CheckpointWriter:
         end = self.file.end
         # With no job queued the thread is idle (a job leaves the queue once done), so
         # the chooser may run here, in its turn: when a whole save is due because most
-        # of the state changes (the thread would only take turns with the game for the
-        # GIL over the same work: measured slower per tick, and a flush that waits for
-        # it slower than before deltas), or while handing off costs more.
-        if not self._jobs and (self._chooser.whole_after_big() or self.hand_off.inline()):
+        # of the state changes, the thread would only take turns with the game for the
+        # GIL over the same work (measured: no faster per tick, and a flush that waits
+        # for it slower than before delta checkpoints).
+        if not self._jobs and self._chooser.whole_after_big():
             future: Future = Future()
             try:
                 future.set_result(self._build(checkpoint, end))
@@ -193,18 +159,11 @@ class CheckpointWriter:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="autosave-log")
-            future = self._pool.submit(self._build, checkpoint, end)
-        else:
-            started = time.perf_counter()
-            future = self._pool.submit(self._build, checkpoint, end)
-            self.hand_off.handoffs.append(time.perf_counter() - started)
+        future = self._pool.submit(self._build, checkpoint, end)
         self._jobs.append(_Job(checkpoint, future, done))
 
     def _build(self, checkpoint: _Checkpoint, end: int) -> bytes:
-        started = time.thread_time()
-        payload = self._chooser.build(checkpoint, end)
-        self.hand_off.builds.append(time.thread_time() - started)
-        return payload
+        return self._chooser.build(checkpoint, end)
 
     def make_room(self) -> None:
         """Wait for the oldest checkpoints until a new one may be queued: fewer than
