@@ -46,7 +46,6 @@ import attrs
 
 import autosave
 from autosave.format import kernels
-from autosave.log.chain import is_delta, read_checkpoint
 
 autosave.allow(__name__)
 
@@ -98,6 +97,9 @@ def timed(fn, *args):
 
 
 def run(directory, objects, fraction, full_every):
+    # here, not at the top: flush_log.py imports the workload into older builds
+    from autosave.log.chain import is_delta, read_checkpoint
+
     rng = random.Random(7)
     state = world(objects)
     path = Path(directory) / f"delta-{objects}-{fraction}.log"

@@ -275,6 +275,82 @@ def test_steps_run_ahead_of_the_thread_by_a_few_checkpoints(tmp_path):
         assert not log._writer._jobs
 
 
+@pytest.mark.parametrize("walks", [1, 2, 3])
+def test_walks_in_flight_are_bounded_by_bytes(tmp_path, monkeypatch, walks):
+    """With room for ``walks`` walks of the state's size, no more wait for the thread,
+    and the file is the one the count alone would have written."""
+    import threading
+    rng = random.Random(4)
+    first = [rng.random() for _ in range(500)]
+    # a little changes each time: deltas, made on the thread (writer._Chooser)
+    states = [first[:k] + [0.5] + first[k + 1:] for k in range(12)]
+    size = len(autosave.dumps(states[0]))
+    images, default = [], writer.WALKS_HELD
+    for held in (default, walks * writer.WALK_PER_SAVE_BYTE * size):
+        monkeypatch.setattr(writer, "WALKS_HELD", held)
+        gate = threading.Event()      # the thread works only while the game waits for it
+        build, collect_one = writer._Chooser.build, writer.CheckpointWriter._collect_one
+
+        def held_back(self, *args, build=build, gate=gate):
+            assert gate.wait(10)
+            return build(self, *args)
+
+        def waited_for(self, collect_one=collect_one, gate=gate):
+            gate.set()
+            collect_one(self)
+        monkeypatch.setattr(writer._Chooser, "build", held_back)
+        monkeypatch.setattr(writer.CheckpointWriter, "_collect_one", waited_for)
+        monkeypatch.setattr(writer._Chooser, "whole_after_big", lambda self: False)
+        path = tmp_path / f"g{held}.log"
+        with CheckpointLog.open(path, checkpoint_every=1, full_every=3) as log:
+            log.enter("n")
+            log.step(states[0])
+            log.flush()                   # the first save's size is known
+            most = 0
+            for state in states[1:]:
+                gate.clear()
+                log.step(state)
+                most = max(most, len(log._writer._jobs))
+        assert most == (writer.IN_FLIGHT if held == default else walks)
+        monkeypatch.undo()
+        images.append(path.read_bytes())
+        with CheckpointLog.open(path, writable=False) as log:
+            for k, state in enumerate(states):
+                assert log.restore(Position("n", k, 0)) == state
+    assert images[0] == images[1]
+
+
+@pytest.mark.parametrize("modes", ["thread inline", "inline alternate"])
+def test_the_same_file_whether_checkpoints_are_made_here_or_on_the_thread(
+        tmp_path, monkeypatch, modes):
+    """The caller's thread makes a checkpoint itself when the thread is idle and the
+    chooser says so (writer._Chooser.whole_after_big, forced here whatever changed):
+    the chooser makes the same payloads in the same order, so the file is byte for
+    byte the same."""
+    images = []
+    for mode in modes.split():
+        turns = iter(range(1000))
+        decide = {"thread": lambda self: False, "inline": lambda self: True,
+                  "alternate": lambda self: next(turns) % 3 != 0}[mode]
+        monkeypatch.setattr(writer._Chooser, "whole_after_big", decide)
+        rng = random.Random(11)
+        state = world(rng, 40)
+        expected = {}
+        path = tmp_path / f"{mode}.log"
+        with CheckpointLog.open(path, checkpoint_every=1, full_every=4) as log:
+            log.enter("n")
+            for k in range(24):
+                mutate(rng, state, ["change", "change", "add", "change", "remove"][k % 5])
+                expected[(0, k)] = autosave.dumps(state)
+                log.step(state)
+                if k % 5 == 4:
+                    log.flush()
+        images.append(path.read_bytes())
+        payloads = check_bytes(path, expected, deltas=False)
+        assert sum(map(is_delta, payloads.values())) >= 6
+    assert images[0] == images[1]
+
+
 # -- forged chains -------------------------------------------------------------------------
 
 def forge(path, states, payload_of):
@@ -616,6 +692,39 @@ def test_when_most_of_the_state_changes_checkpoints_go_whole(tmp_path):
             log.flush()                   # (the writer learns a delta's size when done)
         kinds = "".join("d" if is_delta(p) else "W" for p in checkpoint_payloads(log).values())
     assert kinds == "Wd" + "W" * 8 + "dW"
+
+
+def test_whole_checkpoints_after_a_big_delta_are_made_on_the_games_thread(
+        tmp_path, monkeypatch):
+    """When most of the state changes, the thread would only take turns with the game
+    over the same work: those checkpoints are made and appended in step() itself.
+    A small change goes to the thread."""
+    import threading
+    made, build = [], writer.CheckpointWriter._build
+
+    def spied(self, *args):
+        made.append(threading.current_thread() is threading.main_thread())
+        return build(self, *args)
+    monkeypatch.setattr(writer.CheckpointWriter, "_build", spied)
+    rng = random.Random(3)
+    state = [rng.random() for _ in range(2000)]
+    with CheckpointLog.open(tmp_path / "g.log", checkpoint_every=1) as log:
+        log.enter("n")
+        for k in range(22):
+            if k < 12:
+                state = [rng.random() for _ in range(2000)]      # all of it changes
+            else:
+                state = state[:-1] + [rng.random()]              # hardly anything
+            before = len(made)
+            position = log.step(state)
+            if len(made) > before and made[-1]:
+                assert not log._writer._jobs       # appended before step() returned
+                assert position.step in log._records[0].checkpoints
+            log.flush()
+        kinds = "".join("d" if is_delta(p) else "W" for p in checkpoint_payloads(log).values())
+    assert kinds == "Wd" + "W" * 8 + "d" + "W" * 8 + "ddd"
+    # here: the eight whole ones after each big delta; the deltas, on the thread
+    assert made == [False, False] + [True] * 8 + [False] + [True] * 8 + [False] * 3
 
 
 def test_the_same_play_writes_the_same_file_however_the_thread_runs(tmp_path, monkeypatch):

@@ -251,14 +251,18 @@ def thread_session(path):
     return flushed, states, poisoned
 
 
+@pytest.mark.parametrize("made", ["thread", "here"])
 @pytest.mark.parametrize("where", ["compress", "encode", "encode twice"])
 def test_a_failure_on_the_writer_thread_at_every_checkpoint_loses_nothing(
-        tmp_path, monkeypatch, where):
+        tmp_path, monkeypatch, where, made):
     """A checkpoint the thread fails to compress, or to encode, is written whole on the
     game's thread (encoded there again): nothing is lost; one that cannot be encoded
-    at all poisons the writer, which reopens at its last commit."""
+    at all poisons the writer, which reopens at its last commit. The same when the
+    checkpoints are made on the game's thread (as after a big delta: forced here)."""
     from autosave.files import Walked
     from autosave.log import writer
+
+    monkeypatch.setattr(writer._Chooser, "whole_after_big", lambda self: made == "here")
 
     encode, whole, delta = Walked.encode, writer._whole, writer._delta
     clean, _, _ = thread_session(tmp_path / "clean.log")

@@ -9,7 +9,9 @@ release the GIL). The caller's thread appends each payload to the commit's pendi
 in the same order, when a later call finds it done (``collect``) or must wait for it
 (``settle``). A failure on the thread is raised by the call that collects it, after
 its checkpoint was written whole on the caller's thread: the history it was recorded
-in stays whole.
+in stays whole. With nothing queued, the caller's thread makes a checkpoint itself
+when a whole one is due after a big delta: the same chooser, in the same order, so
+the same file.
 """
 
 import os
@@ -27,6 +29,13 @@ from .records import compress_checkpoint
 from .rebuilt import Rebuilt
 
 IN_FLIGHT = 4            # checkpoints compressing at once; a fifth step waits
+# A walk waiting for the thread holds some 5-9x its save's bytes (measured with
+# tracemalloc: 4.8x for delta_log.py's agents, 9.0x for town_log.py's town, whose sets
+# and small dicts are records one by one). Walks in flight are bounded by WALKS_HELD
+# bytes, each reckoned WALK_PER_SAVE_BYTE times the newest save appended: a step that
+# would pass it waits for the oldest checkpoints first, as a fifth one does.
+WALKS_HELD = 256 << 20
+WALK_PER_SAVE_BYTE = 10
 # A delta at least this fraction of its save's size (some third of a whole checkpoint's)
 # means most of the state changes between checkpoints: the next ones are whole (deltas
 # would only lengthen restores), and a delta is tried again after WHOLE_AFTER_BIG.
@@ -96,6 +105,11 @@ class _Chooser:
             self.big = index
         return payload
 
+    def whole_after_big(self) -> bool:
+        """Whether the next checkpoint is whole because a recent delta came out big:
+        most of the state changes between checkpoints."""
+        return self.big is not None and self.index - self.big <= WHOLE_AFTER_BIG
+
     def _wants_delta(self, size: int, index: int, end: int) -> bool:
         if len(self.chain) > self.full_every:
             return False
@@ -118,23 +132,46 @@ class CheckpointWriter:
         self._chooser = _Chooser(full_every)      # used on the thread only
         self._last_offset = 0             # the payload offset of the newest appended
         self._written: list[int] = []     # sizes of the chain appended so far
+        self._walk_size = 0               # what a walk is reckoned to hold (WALKS_HELD)
 
     def submit(self, walked: Walked, done: Callable[[int], None]) -> None:
         """Queue the checkpoint of the walk ``walked``; ``done(offset)`` is called on
         the caller's thread once its payload is appended (at a later collect or
         settle). Call make_room() first: this raises nothing of the thread's."""
         self.make_room()
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="autosave-log")
         checkpoint = _Checkpoint(walked)
         # the committed size: fixed by the game's calls (a flush), not by the thread
-        future = self._pool.submit(self._chooser.build, checkpoint, self.file.end)
+        end = self.file.end
+        # With no job queued the thread is idle (a job leaves the queue once done), so
+        # the chooser may run here, in its turn: when a whole save is due because most
+        # of the state changes, the thread would only take turns with the game for the
+        # GIL over the same work (measured: no faster per tick, and a flush that waits
+        # for it slower than before delta checkpoints).
+        if not self._jobs and self._chooser.whole_after_big():
+            future: Future = Future()
+            try:
+                future.set_result(self._build(checkpoint, end))
+            except Exception as error:   # raised by the next call, as the thread's are
+                future.set_exception(error)
+            self._jobs.append(_Job(checkpoint, future, done))
+            if future.exception() is None:
+                self._collect_one()       # appended now, as a step did before deltas
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="autosave-log")
+        future = self._pool.submit(self._build, checkpoint, end)
         self._jobs.append(_Job(checkpoint, future, done))
 
+    def _build(self, checkpoint: _Checkpoint, end: int) -> bytes:
+        return self._chooser.build(checkpoint, end)
+
     def make_room(self) -> None:
-        """Wait for the oldest checkpoints until a new one may be queued (raising a
+        """Wait for the oldest checkpoints until a new one may be queued: fewer than
+        IN_FLIGHT, and their walks with the new one within WALKS_HELD bytes (raising a
         failure of the thread's, before the caller changes anything)."""
-        while len(self._jobs) >= IN_FLIGHT:
+        jobs = self._jobs
+        while jobs and (len(jobs) >= IN_FLIGHT
+                        or (len(jobs) + 1) * self._walk_size > WALKS_HELD):
             self._collect_one()
 
     def collect(self) -> None:
@@ -182,6 +219,7 @@ class CheckpointWriter:
         """Keep the save just appended in the log's cache of rebuilt checkpoints,
         charged as a reader's rebuild of its chain would be (chain.Rebuilt)."""
         self._written = [*self._written, len(data)] if delta else [len(data)]
+        self._walk_size = WALK_PER_SAVE_BYTE * len(data)
         cache: Rebuilt = self.file.rebuilt
         if cache.worth(len(data)):
             memory, work, peak = chain_charges(self._written)
