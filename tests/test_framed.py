@@ -91,3 +91,28 @@ def test_no_view_of_the_save_outlives_the_call(framed):
 def test_bad_arguments_raise_and_leak_nothing(framed, encode, prefix, checksum, error):
     with pytest.raises(error):
         framed(encode, b"\x91\x01" * 10, prefix, checksum)
+
+
+def test_a_large_array_is_read_in_place_only_by_dumps():
+    """dumps hands the encoder a view of a large array's memory; a walk encoded later
+    (dumps_later, a log's step) copies it at the walk: same bytes either way, and a
+    change made after the walk never reaches the later encoding."""
+    np = pytest.importorskip("numpy")
+    from autosave.files import dumps_later
+    rng = np.random.default_rng(0)
+    arrays = [rng.random(20_000), np.asfortranarray(rng.random((300, 200))),
+              np.arange(20_000).astype("datetime64[s]"), rng.random(20_000).astype(">f8"),
+              np.zeros(9_000, dtype=[("a", "<i4"), ("b", ">f8", (2,))])]
+    arrays[0].flags.writeable = False
+    for arr in arrays:
+        state = {"a": arr, "again": [arr]}
+        data = autosave.dumps(state)
+        walked = dumps_later(state)
+        before = arr.copy()
+        if arr.flags.writeable:
+            arr.reshape(-1, order="A").view(np.uint8)[:] = 7   # the game changes it after the walk
+        assert walked.encode() == data
+        back = autosave.loads(data)
+        assert back["a"].tobytes() == before.tobytes() and back["again"][0] is back["a"]
+        assert back["a"].dtype == arr.dtype and back["a"].flags.writeable == arr.flags.writeable
+        assert back["a"].flags.f_contiguous == arr.flags.f_contiguous

@@ -361,7 +361,7 @@ class NdarrayDispatch(Adapter):
             if policy is not None and obj.nbytes >= policy.minimum and (
                     obj.flags.c_contiguous or obj.flags.f_contiguous):
                 return out_of_band(walker, obj)
-            if obj.nbytes >= IN_PLACE_MIN and walker.encodes_now and (
+            if obj.nbytes >= IN_PLACE_MIN and getattr(walker, "encodes_now", False) and (
                     obj.flags.c_contiguous or obj.flags.f_contiguous):
                 return in_place(walker, obj)
             made, adapter = ARRAY.parts(obj), ARRAY
