@@ -87,20 +87,25 @@ autosave_framed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_ssize_t n = PyBytes_GET_SIZE(out);
-    if (Py_REFCNT(out) != 1) {  /* an encoder keeping its result: a new object instead */
-        PyObject *copy = PyBytes_FromStringAndSize(PyBytes_AS_STRING(out), n);
-        Py_SETREF(out, copy);
-        if (out == NULL)
-            return NULL;
-    }
     if (n > PY_SSIZE_T_MAX - FRAME) {
         Py_DECREF(out);
         return PyErr_NoMemory();
     }
-    if (_PyBytes_Resize(&out, n + FRAME) < 0)   /* frees out on failure */
-        return NULL;
+    if (Py_REFCNT(out) == 1) {
+        if (_PyBytes_Resize(&out, n + FRAME) < 0)   /* frees out on failure */
+            return NULL;
+        memmove(PyBytes_AS_STRING(out) + FRAME, PyBytes_AS_STRING(out), (size_t)n);
+    }
+    else {  /* bytes someone else holds (an encoder's, CPython's shared one-byte ones):
+             * a new object, never a resize of theirs */
+        PyObject *fresh = PyBytes_FromStringAndSize(NULL, n + FRAME);
+        if (fresh != NULL)
+            memcpy(PyBytes_AS_STRING(fresh) + FRAME, PyBytes_AS_STRING(out), (size_t)n);
+        Py_SETREF(out, fresh);
+        if (out == NULL)
+            return NULL;
+    }
     char *p = PyBytes_AS_STRING(out);
-    memmove(p + FRAME, p, (size_t)n);
     memcpy(p, PyBytes_AS_STRING(prefix), PREFIX);
     put_u64(p + PREFIX, (unsigned long long)n);
     unsigned long long sum;

@@ -66,6 +66,12 @@ def test_bytes_the_encoder_keeps_are_never_changed(framed):
     assert kept[0] == body and out == expected(body)
 
 
+@pytest.mark.parametrize("body", [b"", b"\x90", b"\x91\x01"])
+def test_bodies_of_shared_bytes_are_framed_in_a_new_object(framed, body):
+    """CPython shares its empty and one-byte bytes: never grown in place."""
+    assert framed(bytes, body, PREFIX, wire.checksum) == expected(body)
+
+
 def test_no_view_of_the_save_outlives_the_call(framed):
     views = []
 
