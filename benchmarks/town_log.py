@@ -58,6 +58,7 @@ import autosave
 from autosave.format import kernels
 
 sys.path.insert(0, str(Path(__file__).parent))
+from delta_log import spread  # noqa: E402
 from graphs import count_objects  # noqa: E402
 
 autosave.allow(__name__)
@@ -365,14 +366,6 @@ def run(directory, objects, fraction, full_every, seed=1):
         "restore_last": restore_ratios[-1], "restore_chain": restore_ratios,
         "equal": full_every + 1,
     }
-
-
-def spread(values, fmt):
-    values = sorted(values)
-    median = statistics.median(values)
-    if len(values) == 1:
-        return fmt.format(median)
-    return f"{fmt.format(median)} ({fmt.format(values[0])}–{fmt.format(values[-1])})"
 
 
 def table(rows):

@@ -37,16 +37,16 @@ def checksum(head: bytes | memoryview, body: bytes | memoryview) -> int:
     return h.intdigest()
 
 
-def frame(body: bytes) -> bytes:
-    """A save's bytes: the header (magic, version, length, checksum), then the body."""
-    head = HEAD.pack(MAGIC, VERSION, len(body))
-    return b"".join((head, CHECKSUM.pack(checksum(head, body)), body))
-
-
 def framed(encode: Callable[[Any], bytes], value: Any) -> bytes:
-    """``frame(encode(value))``, without copying the body: a large save (arrays) is
-    written once, by the encoder."""
+    """A save's bytes: the header (magic, version, length, checksum), then the body
+    ``encode(value)``, made around the encoder's result without copying it where the C
+    loops run (a large save, arrays, is written once, by the encoder)."""
     return kernels.framed(encode, value, MAGIC + bytes((VERSION,)), checksum)
+
+
+def frame(body: bytes) -> bytes:
+    """A save's bytes around a body already encoded (``framed``, which copies it)."""
+    return framed(bytes, body)
 
 
 def unframe(data: bytes | bytearray | memoryview) -> tuple[int, bytes | memoryview]:
@@ -109,7 +109,7 @@ def encode(types: list[Any], records: list[Record], root_value: Any, batches: An
     body = body_of(types, records, root_value, batches)
     if buffer_callback is None:
         return framed(pack, body)
-    return frame(pack_with_buffers(body, buffer_callback))
+    return framed(lambda value: pack_with_buffers(value, buffer_callback), body)
 
 
 def body_of(types: list[Any], records: list[Record], root_value: Any,

@@ -358,11 +358,10 @@ class NdarrayDispatch(Adapter):
             made, adapter = OBJECT_ARRAY.parts(obj), OBJECT_ARRAY
         else:
             policy = getattr(walker, "out_of_band", None)   # a SavePolicy: dumps sets it
-            if policy is not None and obj.nbytes >= policy.minimum and (
-                    obj.flags.c_contiguous or obj.flags.f_contiguous):
+            flat = obj.flags.c_contiguous or obj.flags.f_contiguous
+            if flat and policy is not None and obj.nbytes >= policy.minimum:
                 return out_of_band(walker, obj)
-            if obj.nbytes >= IN_PLACE_MIN and getattr(walker, "encodes_now", False) and (
-                    obj.flags.c_contiguous or obj.flags.f_contiguous):
+            if flat and obj.nbytes >= IN_PLACE_MIN and getattr(walker, "encodes_now", False):
                 return in_place(walker, obj)
             made, adapter = ARRAY.parts(obj), ARRAY
         walker.keep.append(made)
@@ -374,21 +373,27 @@ def in_place(walker, obj):
     writes it before the game runs again (``walker.encodes_now``): the bytes
     ``tobytes`` would give, without the copy (a large array is then copied once, into
     the save)."""
-    made = [obj.dtype, _flags(obj), b"", *obj.shape]
-    walker.keep.append(made)
-    rec = walker.refs(walker.index_of(ARRAY), made)
-    rec[3] = memoryview(obj.reshape(-1, order="A").view(np.uint8))
-    return rec
+    return _record_on_memory(walker, obj, memoryview(_memory(obj)))
 
 
 def out_of_band(walker, obj):
     """The array's record with its data as a marker the encoder offers out of band
     (docs/format.md, "Out-of-band buffers"): the array's own memory, not a copy."""
+    return _record_on_memory(walker, obj, OutOfBand(PickleBuffer(_memory(obj))))
+
+
+def _memory(obj):
+    # its memory as flat bytes: numpy exports no buffer of some dtypes (datetime64)
+    return obj.reshape(-1, order="A").view(np.uint8)
+
+
+def _record_on_memory(walker, obj, data):
+    """The array's record (``ARRAY.parts`` but for the data) with ``data`` in place of
+    a copy of its bytes: set after the walk made the record, which holds it as is."""
     made = [obj.dtype, _flags(obj), b"", *obj.shape]
     walker.keep.append(made)
     rec = walker.refs(walker.index_of(ARRAY), made)
-    # its memory as flat bytes: numpy exports no buffer of some dtypes (datetime64)
-    rec[3] = OutOfBand(PickleBuffer(obj.reshape(-1, order="A").view(np.uint8)))
+    rec[3] = data
     return rec
 
 
