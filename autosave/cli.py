@@ -22,7 +22,7 @@ from . import __version__
 from .compat.cli import add_parsers as add_compat_parsers
 from .errors import LoadError
 from .format.wire import MAGIC as SAVE_MAGIC
-from .format.wire import to_jsonable
+from .format.dump import to_jsonable
 from .log.content import read_content
 from .log.inspect import inspect_log, print_sizes_by_class
 from .log.inspect import text as printable

@@ -81,9 +81,9 @@ def raw(body, header=b"\x89ASV\x01"):
 
 def records_body(data):
     """[types, records, root] of a save with every object a record (its batch objects
-    expanded, as ``autosave.format.wire.records_of`` gives them): the body of the same graph
+    expanded, as ``autosave.format.expand.records_of`` gives them): the body of the same graph
     in format 3, which a test can edit record by record and write back with ``pack``."""
-    from autosave.format.wire import records_of
+    from autosave.format.expand import records_of
     return list(records_of(data))
 
 

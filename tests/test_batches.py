@@ -552,7 +552,7 @@ def test_a_forged_namedtuple_batch_of_any_length_loads_as_its_record_would():
 
 
 def test_the_tools_read_a_namedtuple_batch_as_the_records_it_stands_for():
-    from autosave.format.wire import records_of
+    from autosave.format.expand import records_of
     graph = [Vec(1, "a"), Vec(2.5, None), Vec(3, 4)[:1], {Vec(5, 6)}]
     types, records, root = records_of(autosave.dumps(graph))
     vec = [t[0] for t in types].index(f"{__name__}.Vec")

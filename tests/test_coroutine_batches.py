@@ -12,7 +12,8 @@ import pytest
 import autosave
 import coroutine_v6_game as game
 from autosave.format.kernels import python_loops
-from autosave.format.wire import VERSION, decode, records_of
+from autosave.format.expand import records_of
+from autosave.format.wire import VERSION, decode
 
 V6 = Path(__file__).parent / "data" / "format6" / "coroutines.sav"
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import autosave
-from autosave.format.wire import records_of
+from autosave.format.expand import records_of
 from modtools import fresh_name
 
 

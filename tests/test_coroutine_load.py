@@ -547,7 +547,7 @@ def test_a_forged_pending_jump_is_refused_without_comparing_it(game, monkeypatch
 
 def column_values(column):
     """A decoded column's values, references as absolute ``[index]`` arrays."""
-    from autosave.format.wire import _column_values
+    from autosave.format.expand import _column_values
     return _column_values(0, column)
 
 

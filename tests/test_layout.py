@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import autosave
 from autosave.format import wire as fmt
+from autosave.format.expand import records_of
 from autosave.loading.plans import InstancePlan, plan_for
 from autosave.model.schema import schema_of
 from autosave_codegen.emit import kind_of
@@ -123,7 +124,7 @@ def test_the_schema_decides_each_layout_once_and_every_consumer_follows(spec):
     assert schema.layout == layout
     obj = instance(cls, spec)
     data = autosave.dumps(obj)
-    types, records, _ = fmt.records_of(data)
+    types, records, _ = records_of(data)
     entry = next(e for e in types if e[0] == f"{__name__}.{cls.__qualname__}"
                  or e[0] == "autosave.reduce")
     # The save writes what the layout says: its fields, in its order.

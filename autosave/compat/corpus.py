@@ -4,7 +4,7 @@ A plain class declares no fields; ``autosave.compat.plain`` reads the attributes
 ``__init__`` and methods assign. An attribute set only from outside the class
 (``world.stats.best = 0`` in the game's code) is invisible there, yet every save made
 where that line ran holds it. ``attributes_seen`` reads a corpus of saves by structure
-(``format.wire.records_of`` under each file's budget, as ``autosave diff`` does: no
+(``format.expand.records_of`` under each file's budget, as ``autosave diff`` does: no
 object is built, nothing imported or called) and counts, per class, how many records
 hold each attribute. ``with_corpus`` adds what it finds to a snapshot's plain classes as
 fields of origin ``corpus`` (held by every record of the class in the corpus) or
@@ -19,7 +19,8 @@ import attrs
 
 from ..checks.limits import OverBudget, file_budget
 from ..errors import CorpusError, FormatError
-from ..format.wire import MAGIC, records_of
+from ..format.expand import records_of
+from ..format.wire import MAGIC
 from .model import ClassEntry, FieldEntry, Snapshot
 from .verify import corpus_files
 

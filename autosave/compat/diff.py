@@ -19,7 +19,8 @@ from ..model.adapters import ADAPTERS_BY_NAME
 from ..errors import FormatError
 from ..format.forms import target as reference_target
 from ..checks.limits import FLOOD_MIN, OverBudget, check_flood, file_budget
-from ..format.wire import ABSENT, records_of
+from ..format.expand import records_of
+from ..format.wire import ABSENT
 
 COROUTINE = "autosave.coroutine"
 MAPPINGS = {"builtins.dict", "collections.OrderedDict", "collections.Counter"}

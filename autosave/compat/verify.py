@@ -22,7 +22,8 @@ from ..model.adapters import ADAPTERS_BY_NAME
 from ..errors import CorpusError, CorruptLogError, FormatError, LoadError
 from ..files import loads
 from ..format.forms import target
-from ..format.wire import ABSENT, MAGIC, STATE_FIELDS, decode, records_of
+from ..format.expand import records_of
+from ..format.wire import ABSENT, MAGIC, STATE_FIELDS, decode
 from ..log.file import MAGIC as LOG_MAGIC
 from ..log.file import LogFile
 from ..log.chain import read_checkpoint

@@ -4,7 +4,7 @@ from collections.abc import Callable
 from typing import Any
 
 import struct
-from itertools import accumulate, chain, islice
+from itertools import islice
 
 import msgpack
 import xxhash
@@ -16,7 +16,7 @@ except ImportError:                # the fast extra is not installed
 
 from . import kernels
 from .buffers import OUT_OF_BAND, Incoming, encoder_hook
-from .forms import Record, target
+from .forms import Record
 from ..errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
@@ -362,7 +362,7 @@ def decode(data: bytes | bytearray | memoryview, buffers: Any = None) -> tuple:
     if version < 7 and batches:
         for b, batch in enumerate(batches):
             entry = types[batch[0]]
-            if _coroutine_entry(entry) or _iterator_entry(entry):
+            if coroutine_entry(entry) or iterator_entry(entry):
                 raise FormatError(f"batch {b} holds {entry[0]} objects, which format "
                                   f"version {version} writes as records (batches of "
                                   f"coroutines and loop iterators are version 7's)")
@@ -423,108 +423,20 @@ def check_batches(batches: Any, ntypes: int, size: int, coded: bool = True,
                                   f"objects than the save has bytes")
 
 
-def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Record], Any]:
-    """(types, records, root) of a save with every object a record, for the tools that
-    read a file without loading it (``autosave dump``, ``inspect``, the compat checker):
-    each batch object becomes the record it would be without batches (its type index
-    and its column values; a list's items), placed at its index, so record i is the
-    object of index i and references mean what they mean in the file. Checked as a
-    load checks the shapes a tool relies on: column lengths, the lists' lengths."""
-    types, records, root, _, _, batches = decode(data)
-    if not batches:
-        return types, records, root
-    expanded: list[Any] = []
-    coroutines = set()
-    for b, batch in enumerate(batches):
-        n = batch[1]
-        columns = [_column_values(b, column) for column in islice(batch, 2, None)]
-        entries = _entries_type(types, batch[0], len(columns))
-        if _coroutine_entry(types[batch[0]]):
-            # [function, label, name, value, ...]: the record each stands for, the
-            # names (the type entry's fields) said again in each
-            names = types[batch[0]][2]
-            if len(columns) != 2 + len(names) or any(len(c) != n for c in columns):
-                raise FormatError(f"batch {b}: coroutines with {len(names)} names have "
-                                  f"{2 + len(names)} columns of {n} values")
-            coroutines.add(batch[0])
-            expanded.extend([batch[0], fn, label, *chain.from_iterable(zip(names, values))]
-                            for fn, label, *values in zip(*columns))
-        elif _iterator_entry(types[batch[0]]):     # each row its record's payload
-            if any(len(c) != n for c in columns):
-                raise FormatError(f"batch {b}: a column does not hold {n} values")
-            expanded.extend([batch[0], *row] for row in zip(*columns))
-        elif entries:
-            if len(columns) != entries:
-                raise FormatError(f"batch {b} must have {entries} columns")
-            lengths, *items = columns
-            try:
-                if len(lengths) != n:
-                    raise FormatError(f"{len(lengths)} lengths for {n} objects")
-                for column in items:
-                    check_lengths(lengths, len(column), "entries")
-            except FormatError as e:
-                raise FormatError(f"batch {b}: {e}") from None
-            if entries == 3:           # a dict record's payload: keys and values alternating
-                items = [list(chain.from_iterable(zip(*items)))]
-                lengths = [2 * k for k in lengths]
-            it = iter(items[0])
-            expanded.extend([batch[0], *islice(it, k)] for k in lengths)
-        else:
-            if any(len(c) != n for c in columns):
-                raise FormatError(f"batch {b}: a column does not hold {n} values")
-            rows = zip(*columns) if columns else [()] * n
-            expanded.extend([batch[0], *row] for row in rows)
-    for t in coroutines:       # as a record's type entry: the names are in the records
-        types[t] = [types[t][0], types[t][1], []]
-    return types, expanded + records, root
-
-
 # Adapter types whose objects version 7 writes in batches, a row being the record's
 # payload (autosave/model/adapters/iterators.py)
 ITERATOR_BATCHES = ("builtins.list_iterator", "builtins.list_reverseiterator",
                     "builtins.range_iterator")
 
 
-def _iterator_entry(entry: Any) -> bool:
+def iterator_entry(entry: Any) -> bool:
     return type(entry) is list and len(entry) == 3 and entry[0] in ITERATOR_BATCHES
 
 
-def _coroutine_entry(entry: Any) -> bool:
+def coroutine_entry(entry: Any) -> bool:
     """Whether a type entry is a batch of coroutines' (``autosave.coroutine`` with
     names; one without names may be either, and its batches are coroutines too)."""
     return type(entry) is list and len(entry) == 3 and entry[0] == "autosave.coroutine"
-
-
-def _entries_type(types, t, ncolumns):
-    """How many columns a batch of type t has if its objects are lists, tuples or
-    namedtuples (2: lengths, items) or dicts (3: lengths, keys, values); 0 for
-    instances (a column per field; an enum's one column of names is a record's
-    payload as well). A namedtuple's type entry has no fields, and its batch two
-    columns."""
-    entry = types[t]
-    name = entry[0] if type(entry) is list and entry else None
-    if type(name) is not str:
-        return 0
-    entries = {"builtins.list": 2, "builtins.tuple": 2, "builtins.dict": 3}.get(name, 0)
-    if not entries and ncolumns == 2 and len(entry) == 3 and entry[2] == []:
-        return 2
-    return entries
-
-
-def _column_values(b, column):
-    """A column's values with references as absolute ``[index]`` arrays."""
-    if column[0] == COLUMN_INLINE:
-        return column[1]
-    differences = column[-1]
-    if not all(type(v) is int for v in differences):
-        raise FormatError(f"batch {b}: a column's references are not ints")
-    refs = [[j] for j in accumulate(differences)]
-    if column[0] == COLUMN_REFS:
-        return refs
-    try:
-        return merge_mixed(column[1], column[2], refs)
-    except FormatError as e:
-        raise FormatError(f"batch {b}: {e}") from None
 
 
 def merge_mixed(mask: Any, inline: list[Any], refs: list[Any]) -> list[Any]:
@@ -546,50 +458,6 @@ def check_lengths(lengths: Any, count: int, what: str) -> None:
                           f"holds {count}")
 
 
-def to_jsonable(data: bytes) -> Any:
-    """A save as plain JSON-ready data, for `autosave dump`: references shown as
-    ``{"ref": absolute record index}``, bytes as hex, unset slots as ``{"unset": true}``.
-    Any decodable file gives a result: what does not follow docs/format.md is shown as
-    ``{"malformed": what it is}``, never followed or formatted."""
-    types, records, root = records_of(data)
-    entries = [_type_entry(i, e) for i, e in enumerate(types)]
-    version = data[4]                 # decode checked it
-
-    def value(v, here):
-        if type(v) is list:
-            if len(v) == 1 and type(v[0]) is int:
-                return {"ref": target(v[0], here)}
-            return {"malformed": f"an array of {len(v)} items where a value belongs"}
-        if type(v) is bytes:
-            return {"bytes": v.hex()}
-        if type(v) is float and (v != v or v in (float("inf"), float("-inf"))):
-            return {"float": repr(v)}
-        if v is ABSENT:
-            return {"unset": True}
-        return v
-
-    out_records = []
-    for i, rec in enumerate(records):
-        entry = entries[rec[0]]
-        payload = [value(v, i) for v in rec[1:]]
-        out = {"id": i, "type": entry["name"]}
-        fields = entry["fields"]
-        if fields:
-            out["fields"] = dict(zip(fields, payload))
-            rest = payload[len(fields):]
-            if rest:
-                out["items"] = rest
-        else:
-            out["args"] = payload
-        out_records.append(out)
-    return {
-        "format": version,
-        "types": entries,
-        "root": value(root, len(records)),
-        "records": out_records,
-    }
-
-
 def type_entry(index: int, entry: Any) -> list[Any]:
     """(name, version, fields) of a type-table entry, or a FormatError naming it."""
     if (type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str
@@ -598,21 +466,3 @@ def type_entry(index: int, entry: Any) -> list[Any]:
         raise FormatError(f"type entry {index} is malformed: it must be [name, version, "
                           f"[field names]]")
     return entry
-
-
-def _type_entry(index, entry):
-    """A type-table entry as a dict, for `autosave dump`."""
-    name, version, fields = type_entry(index, entry)
-    return {"name": name, "version": version, "fields": fields}
-
-
-def sizes_by_class(data: bytes) -> dict[str, tuple[int, int]]:
-    """{type name: (records, encoded bytes)} of a save, for `autosave inspect`."""
-    types, records, _ = records_of(data)
-    names = [_type_entry(i, e)["name"] for i, e in enumerate(types)]
-    out: dict[str, tuple[int, int]] = {}
-    for rec in records:
-        name = names[rec[0]]
-        count, size = out.get(name, (0, 0))
-        out[name] = (count + 1, size + len(pack(rec)))
-    return out

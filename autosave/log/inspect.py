@@ -13,7 +13,7 @@ import re
 import sys
 
 from ..errors import FormatError, LoadError
-from ..format.wire import sizes_by_class
+from ..format.dump import sizes_by_class
 from .file import LogFile
 from .history import CheckpointLog
 from .chain import read_checkpoint
