@@ -105,6 +105,40 @@ check_columns(PyObject *columns, Py_ssize_t n)
     return 0;
 }
 
+/* The arguments of a batch fill, taken as tuples: what a fill sets may free a value and
+ * run Python, which must not change what the loop walks. */
+typedef struct {
+    PyObject *objs;          /* the objects filled */
+    PyObject *names;         /* one per column: slot descriptors, or field names */
+    PyObject *columns;       /* columns[j][i]: object i's value for names[j] */
+} Fill;
+
+/* One preamble for every fill: copies of the three sequences, one column per name, each
+ * column a list or a tuple as long as objs. On failure the Fill holds what it took, for
+ * fill_release; "mismatch" names what each column stands for. */
+static int
+fill_take(Fill *fill, PyObject *objs, PyObject *names, PyObject *columns,
+          const char *mismatch)
+{
+    fill->objs = fill->names = fill->columns = NULL;
+    if ((fill->objs = as_tuple(objs)) == NULL || (fill->names = as_tuple(names)) == NULL
+            || (fill->columns = as_tuple(columns)) == NULL)
+        return -1;
+    if (PyTuple_GET_SIZE(fill->columns) != PyTuple_GET_SIZE(fill->names)) {
+        PyErr_SetString(PyExc_ValueError, mismatch);
+        return -1;
+    }
+    return check_columns(fill->columns, PyTuple_GET_SIZE(fill->objs));
+}
+
+static void
+fill_release(Fill *fill)
+{
+    Py_XDECREF(fill->objs);
+    Py_XDECREF(fill->names);
+    Py_XDECREF(fill->columns);
+}
+
 /* columns[j][i], a new reference, held across the set that may free an old value (and
  * run a __del__); ValueError if a __del__ has shrunk the column since. */
 static PyObject *
@@ -119,6 +153,21 @@ column_item(PyObject *columns, Py_ssize_t j, Py_ssize_t i)
                                           : PyTuple_GET_ITEM(column, i));
 }
 
+/* d[fields[j]] = columns[j][i] for every field: object i's row set in its __dict__. */
+static int
+set_row(PyObject *d, const Fill *fill, Py_ssize_t i)
+{
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(fill->names); j++) {
+        PyObject *value = column_item(fill->columns, j, i);
+        int failed = value == NULL ? -1
+            : PyDict_SetItem(d, PyTuple_GET_ITEM(fill->names, j), value);
+        Py_XDECREF(value);
+        if (failed < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* fill_slots(descriptors, objs, columns): descriptors[j].__set__(objs[i], columns[j][i])
  * for every object and column. Each descriptor must be a slot's (a member descriptor),
  * and each column as long as objs. One pass over the objects: each is touched once, all
@@ -131,28 +180,21 @@ autosave_fill_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "fill_slots(descriptors, objs, columns)");
         return NULL;
     }
-    PyObject *descriptors = NULL, *objs = NULL, *columns = NULL;
-    if ((descriptors = as_tuple(args[0])) == NULL || (objs = as_tuple(args[1])) == NULL
-            || (columns = as_tuple(args[2])) == NULL)
+    Fill fill;
+    if (fill_take(&fill, args[1], args[0], args[2], "one column per descriptor") < 0)
         goto fail;
-    Py_ssize_t k = PyTuple_GET_SIZE(descriptors), n = PyTuple_GET_SIZE(objs);
-    if (PyTuple_GET_SIZE(columns) != k) {
-        PyErr_SetString(PyExc_ValueError, "one column per descriptor");
-        goto fail;
-    }
+    Py_ssize_t k = PyTuple_GET_SIZE(fill.names), n = PyTuple_GET_SIZE(fill.objs);
     for (Py_ssize_t j = 0; j < k; j++) {
-        if (!Py_IS_TYPE(PyTuple_GET_ITEM(descriptors, j), &PyMemberDescr_Type)) {
+        if (!Py_IS_TYPE(PyTuple_GET_ITEM(fill.names, j), &PyMemberDescr_Type)) {
             PyErr_SetString(PyExc_TypeError, "fill_slots sets slots: member descriptors");
             goto fail;
         }
     }
-    if (check_columns(columns, n) < 0)
-        goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *obj = PyTuple_GET_ITEM(objs, i);
+        PyObject *obj = PyTuple_GET_ITEM(fill.objs, i);
         for (Py_ssize_t j = 0; j < k; j++) {
-            PyObject *descr = PyTuple_GET_ITEM(descriptors, j);
-            PyObject *value = column_item(columns, j, i);
+            PyObject *descr = PyTuple_GET_ITEM(fill.names, j);
+            PyObject *value = column_item(fill.columns, j, i);
             if (value == NULL)
                 goto fail;
             int failed = Py_TYPE(descr)->tp_descr_set(descr, obj, value);
@@ -161,14 +203,10 @@ autosave_fill_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 goto fail;
         }
     }
-    Py_DECREF(descriptors);
-    Py_DECREF(objs);
-    Py_DECREF(columns);
+    fill_release(&fill);
     Py_RETURN_NONE;
 fail:
-    Py_XDECREF(descriptors);
-    Py_XDECREF(objs);
-    Py_XDECREF(columns);
+    fill_release(&fill);
     return NULL;
 }
 
@@ -241,23 +279,17 @@ autosave_fill_attributes(PyObject *module, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_TypeError, "fill_attributes(objs, fields, columns)");
         return NULL;
     }
-    PyObject *objs = NULL, *fields = NULL, *columns = NULL, *name = NULL;
-    if ((objs = as_tuple(args[0])) == NULL || (fields = as_tuple(args[1])) == NULL
-            || (columns = as_tuple(args[2])) == NULL)
+    Fill fill;
+    PyObject *name = NULL;
+    if (fill_take(&fill, args[0], args[1], args[2], "one column per field") < 0)
         goto fail;
-    Py_ssize_t k = PyTuple_GET_SIZE(fields), n = PyTuple_GET_SIZE(objs);
-    if (PyTuple_GET_SIZE(columns) != k) {
-        PyErr_SetString(PyExc_ValueError, "one column per field");
-        goto fail;
-    }
-    if (check_columns(columns, n) < 0)
-        goto fail;
-    if (k == 0)                          /* no field: no object is touched */
-        goto done;
-    if ((name = PyUnicode_InternFromString("__dict__")) == NULL)
+    Py_ssize_t n = PyTuple_GET_SIZE(fill.objs);
+    if (PyTuple_GET_SIZE(fill.names) == 0)      /* no field: no object is touched */
+        n = 0;
+    else if ((name = PyUnicode_InternFromString("__dict__")) == NULL)
         goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *d = PyObject_GetAttr(PyTuple_GET_ITEM(objs, i), name);
+        PyObject *d = PyObject_GetAttr(PyTuple_GET_ITEM(fill.objs, i), name);
         if (d == NULL) {
             if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
                 PyErr_Clear();
@@ -265,34 +297,19 @@ autosave_fill_attributes(PyObject *module, PyObject *const *args, Py_ssize_t nar
             }
             goto fail;
         }
-        if (!PyDict_Check(d)) {
-            Py_DECREF(d);
+        int failed = PyDict_Check(d) ? set_row(d, &fill, i) : -1;
+        if (failed < 0 && !PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "an object's __dict__ is not a dict");
-            goto fail;
-        }
-        for (Py_ssize_t j = 0; j < k; j++) {
-            PyObject *value = column_item(columns, j, i);
-            int failed = value == NULL ? -1
-                : PyDict_SetItem(d, PyTuple_GET_ITEM(fields, j), value);
-            Py_XDECREF(value);
-            if (failed < 0) {
-                Py_DECREF(d);
-                goto fail;
-            }
-        }
         Py_DECREF(d);
+        if (failed < 0)
+            goto fail;
     }
-done:
     Py_XDECREF(name);
-    Py_DECREF(objs);
-    Py_DECREF(fields);
-    Py_DECREF(columns);
+    fill_release(&fill);
     Py_RETURN_NONE;
 fail:
     Py_XDECREF(name);
-    Py_XDECREF(objs);
-    Py_XDECREF(fields);
-    Py_XDECREF(columns);
+    fill_release(&fill);
     return NULL;
 }
 
@@ -312,24 +329,18 @@ autosave_fill_frames(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "fill_frames(objs, template, fields, columns)");
         return NULL;
     }
-    PyObject *objs = NULL, *fields = NULL, *columns = NULL, *template = args[1];
+    PyObject *template = args[1];
     if (!PyDict_CheckExact(template)) {
         PyErr_SetString(PyExc_TypeError, "fill_frames copies a dict");
         return NULL;
     }
     Py_INCREF(template);
-    if ((objs = as_tuple(args[0])) == NULL || (fields = as_tuple(args[2])) == NULL
-            || (columns = as_tuple(args[3])) == NULL)
+    Fill fill;
+    if (fill_take(&fill, args[0], args[2], args[3], "one column per field") < 0)
         goto fail;
-    Py_ssize_t k = PyTuple_GET_SIZE(fields), n = PyTuple_GET_SIZE(objs);
-    if (PyTuple_GET_SIZE(columns) != k) {
-        PyErr_SetString(PyExc_ValueError, "one column per field");
-        goto fail;
-    }
-    if (check_columns(columns, n) < 0)
-        goto fail;
+    Py_ssize_t k = PyTuple_GET_SIZE(fill.names), n = PyTuple_GET_SIZE(fill.objs);
     for (Py_ssize_t j = 0; j < k; j++) {
-        PyObject *field = PyTuple_GET_ITEM(fields, j);
+        PyObject *field = PyTuple_GET_ITEM(fill.names, j);
         int held = PyUnicode_CheckExact(field) ? PyDict_Contains(template, field) : 0;
         if (held < 0)
             goto fail;
@@ -339,7 +350,7 @@ autosave_fill_frames(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyTypeObject *tp = Py_TYPE(PyTuple_GET_ITEM(objs, i));
+        PyTypeObject *tp = Py_TYPE(PyTuple_GET_ITEM(fill.objs, i));
         if (tp->tp_dictoffset == 0 || tp->tp_setattro != PyObject_GenericSetAttr) {
             PyErr_SetString(PyExc_TypeError,
                             "fill_frames fills objects with a __dict__ and no __setattr__");
@@ -350,31 +361,18 @@ autosave_fill_frames(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyObject *d = PyDict_Copy(template);
         if (d == NULL)
             goto fail;
-        for (Py_ssize_t j = 0; j < k; j++) {
-            PyObject *value = column_item(columns, j, i);
-            int failed = value == NULL ? -1
-                : PyDict_SetItem(d, PyTuple_GET_ITEM(fields, j), value);
-            Py_XDECREF(value);
-            if (failed < 0) {
-                Py_DECREF(d);
-                goto fail;
-            }
-        }
-        int failed = PyObject_GenericSetDict(PyTuple_GET_ITEM(objs, i), d, NULL);
+        int failed = set_row(d, &fill, i) < 0
+            || PyObject_GenericSetDict(PyTuple_GET_ITEM(fill.objs, i), d, NULL) < 0;
         Py_DECREF(d);
-        if (failed < 0)
+        if (failed)
             goto fail;
     }
     Py_DECREF(template);
-    Py_DECREF(objs);
-    Py_DECREF(fields);
-    Py_DECREF(columns);
+    fill_release(&fill);
     Py_RETURN_NONE;
 fail:
     Py_DECREF(template);
-    Py_XDECREF(objs);
-    Py_XDECREF(fields);
-    Py_XDECREF(columns);
+    fill_release(&fill);
     return NULL;
 }
 

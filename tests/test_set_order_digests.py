@@ -66,3 +66,29 @@ def test_a_set_of_value_hashed_members_saves_the_same_bytes_each_time():
     data = autosave.dumps(members)
     assert autosave.dumps(autosave.loads(data)) == data
     assert autosave.dumps(set(reversed(list(members)))) == data
+
+
+# -- the written-out tokens --------------------------------------------------------------
+
+INLINE_VALUES = (st.integers() | st.integers(min_value=-(10 ** 4100), max_value=10 ** 4100)
+                 | st.floats(allow_nan=True) | st.text() | st.binary() | st.booleans()
+                 | st.none()
+                 | st.text(st.characters(codec=None, categories=["Cs"]), min_size=1))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=8), st.lists(INLINE_VALUES, max_size=6))
+def test_inline_text_is_the_tokens_written_out(prefix, values):
+    """``_inline_text`` writes the common tokens out without a call each (the set-order
+    hot path); it must give exactly the text ``_hash`` would hash from ``inline_token``,
+    or two saves of one set could order it differently."""
+    from autosave.saving.order import _inline_text, _prefix, inline_token
+    key = _prefix(prefix)
+    expected = (key + "".join(_prefix(inline_token(v)) for v in values))
+    assert _inline_text(key, values) == expected.encode("utf-8", "surrogatepass")
+
+
+@given(st.lists(INLINE_VALUES, max_size=3), st.sampled_from([(), [], Colour.RED, object()]))
+def test_inline_text_refuses_what_is_not_inline(values, other):
+    from autosave.saving.order import _inline_text
+    assert _inline_text("0:", [*values, other]) is None
