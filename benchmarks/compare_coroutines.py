@@ -13,6 +13,11 @@
    waypoint, looks and laps), saved and loaded by autosave in the same run; the ratio
    is the coroutines' over the state machine's (issue 35's bound: load within 2x).
    pickle cannot save a suspended generator at all.
+3. The same 10,000 patrols against plain objects of the same size
+   (``shapemodel.gen.frames_as_objects``: each suspended coroutine replaced by a plain
+   object holding its function, its label and its saved locals, the same references
+   and iterators): what a coroutine costs per object against a plain object holding
+   the same values (issue 34: at the per-object cost of plain objects).
 
 Timing: one warm-up round, then the median of --runs runs, the garbage collector off
 while timing, native and transformed alternating so background load skews both alike;
@@ -29,7 +34,7 @@ import time
 
 import autosave
 import coroutine_game as cg
-from shapemodel.gen import state_machines
+from shapemodel.gen import frames_as_objects, state_machines
 
 STEPS = 20_000
 TARGET = 3.0
@@ -74,6 +79,8 @@ def main():
     assert autosave.dumps(autosave.loads(data)) == data
     machines = state_machines(10_000)
     machine_data = autosave.dumps(machines)
+    frames, _ = frames_as_objects(20_000)
+    frame_data = autosave.dumps(frames)
     try:
         pickle.dumps(cg.guards(1, cg.patrol_native))
         pickle_note = "pickle saved it?!"
@@ -84,6 +91,7 @@ def main():
     gc.disable()
     results = {name: [] for name, *_ in workloads}
     save_times, load_times, machine_save, machine_load = [], [], [], []
+    frame_save, frame_load = [], []
     try:
         for run in range(args.runs + 1):
             for name, mk_native, mk_coro, send in workloads:
@@ -94,7 +102,11 @@ def main():
             t_load, _ = timed(autosave.loads, data)
             m_save, _ = timed(autosave.dumps, machines)
             m_load, _ = timed(autosave.loads, machine_data)
+            f_save, _ = timed(autosave.dumps, frames)
+            f_load, _ = timed(autosave.loads, frame_data)
             if run:
+                frame_save.append(f_save)
+                frame_load.append(f_load)
                 save_times.append(t_save)
                 load_times.append(t_load)
                 machine_save.append(m_save)
@@ -127,7 +139,15 @@ def main():
     print(f"| load them (autosave.loads), against the state machine's load | "
           f"{m_load * 1e3:.1f} ms | {load * 1e3:.1f} ms ({load / 10_000 * 1e6:.1f} µs each) "
           f"| {load_ratio:.2f}x | ≤ 2x | {'yes' if load_ratio <= 2 else 'no'} |")
-    print(f"| bytes | — | {len(data):,} ({len(data) / 10_000:.0f} per guard + patrol) | — "
+    f_save_ratio = statistics.median(c / f for c, f in zip(save_times, frame_save))
+    f_load_ratio = statistics.median(c / f for c, f in zip(load_times, frame_load))
+    print(f"| save them, against plain objects holding the same values | "
+          f"{statistics.median(frame_save) * 1e3:.1f} ms | {save * 1e3:.1f} ms | "
+          f"{f_save_ratio:.2f}x | informative | — |")
+    print(f"| load them, against plain objects holding the same values | "
+          f"{statistics.median(frame_load) * 1e3:.1f} ms | {load * 1e3:.1f} ms | "
+          f"{f_load_ratio:.2f}x | about 1x | {'yes' if f_load_ratio <= 1.1 else 'no'} |")
+    print(f"| bytes | {len(frame_data):,} as plain objects | {len(data):,} ({len(data) / 10_000:.0f} per guard + patrol) | — "
           f"| — | — |")
     print()
     print(f"*{pickle_note}. autosave {autosave.__version__}, Python "

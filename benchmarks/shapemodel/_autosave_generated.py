@@ -133,5 +133,9 @@ _register(_Pos, 'b656a3b31b3ce84c', save=save_Pos, load=load_Pos, module=__name_
 # hashed by identity: saved in batches, a column per field; nothing generated.
 
 
+# -- shapemodel.gen.Frame ----------------------------------------------------------------
+# hashed by identity: saved in batches, a column per field; nothing generated.
+
+
 # -- shapemodel.gen.Patrol ---------------------------------------------------------------
 # hashed by identity: saved in batches, a column per field; nothing generated.
