@@ -18,7 +18,7 @@ lacks that has a default (added since) gets its default.
 import itertools
 import types
 from itertools import compress, repeat
-from operator import is_, is_not, itemgetter
+from operator import attrgetter, is_, is_not, itemgetter
 from types import CellType
 from typing import Any
 
@@ -88,6 +88,31 @@ class CoroutineAdapter(Adapter):
         if shape is None:         # the names bound: one tuple per shape (columns.py)
             shape = shapes[bound] = tuple(compress(names, bound))
         return shape, [spec.ref, label, *compress(values, bound)]
+
+    def batch_rows(self, objs: list[Any]) -> list[Any]:
+        """``batch_row`` of each of ``objs``, the same answers in the same order, worked
+        out a (function, resume point) at a time: each frame read by its plan's
+        itemgetter, then the hidden locals' checks and the unbound locals found a
+        column at a time. A column a check does not pass outright is left to
+        ``batch_row``, object by object, which raises what a record's save raises."""
+        keys = list(map(_SPEC_STATE, objs))
+        for key in dict.fromkeys(keys):        # plans first seen first: the same error
+            if key not in _ROW_PLANS:
+                _row_plan(self, objs[keys.index(key)], *key)
+        if keys.count(keys[0]) == len(keys):
+            rows = _plan_rows(_ROW_PLANS[keys[0]], keys[0][0], objs)
+            return list(map(self.batch_row, objs)) if rows is None else rows
+        groups: dict[Any, list[int]] = {}
+        for k, key in enumerate(keys):
+            groups.setdefault(key, []).append(k)
+        out: list[Any] = [None] * len(objs)
+        for key, ks in groups.items():
+            rows = _plan_rows(_ROW_PLANS[key], key[0], [objs[k] for k in ks])
+            if rows is None:
+                return list(map(self.batch_row, objs))
+            for k, row in zip(ks, rows):
+                out[k] = row
+        return out
 
     def labels(self, parts):
         """The function, the label, then each saved local's name and value."""
@@ -207,6 +232,47 @@ def _row_plan(adapter, obj, spec, state):
     found = _ROW_PLANS[spec, state] = (label, names, read, checks,
                                        {b"\x01" * len(names): names})
     return found
+
+
+_SPEC_STATE = attrgetter("_spec", "_state")
+_DICT = attrgetter("__dict__")
+_UNBOUND_TYPE = type(UNBOUND)
+
+
+def _plan_rows(plan: Any, spec: Any, objs: list[Any]) -> list[Any] | None:
+    """``batch_row`` of frames parked at one plan's resume point, or None when a hidden
+    local's column holds a value its check's quick types do not cover."""
+    label, names, read, checks, shapes = plan
+    try:
+        values = list(map(read, map(_DICT, objs)))
+    except KeyError:               # batch_row raises it for the first such frame
+        return None
+    columns = list(zip(*values)) if names else []
+    kinds = [kernels.kinds(column) for column in columns]
+    for pos, _, check in checks:
+        if not kinds[pos] - {_UNBOUND_TYPE} <= check[0]:
+            return None
+    ref = spec.ref
+    unbound = [pos for pos, found in enumerate(kinds) if _UNBOUND_TYPE in found]
+    if not unbound:
+        return [(names, [ref, label, *row]) for row in values]
+    # which of those columns each frame has bound: a row's shape follows from it alone
+    patterns = list(zip(*(map(is_not, columns[pos], repeat(UNBOUND)) for pos in unbound)))
+    chosen = {}
+    for pattern in dict.fromkeys(patterns):
+        bound = [True] * len(names)
+        for pos, held in zip(unbound, pattern):
+            bound[pos] = held
+        key = bytes(bound)
+        shape = shapes.get(key)
+        if shape is None:         # the names bound: one tuple per shape (columns.py)
+            shape = shapes[key] = tuple(compress(names, key))
+        chosen[pattern] = (shape, b"" if all(pattern) else key)
+    out = []
+    for row, pattern in zip(values, patterns):
+        shape, key = chosen[pattern]
+        out.append((shape, [ref, label, *(compress(row, key) if key else row)]))
+    return out
 
 
 def _quick(kind):
