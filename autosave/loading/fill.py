@@ -235,6 +235,11 @@ class Filler:
     def whole(self, k):
         """Whether batch object k was built whole when allocated (``built_whole``): its
         hash is final before any record is built."""
+        whole = self.whole_flags()
+        return k < len(whole) and whole[k] == 1
+
+    def whole_flags(self) -> bytearray:
+        """A byte per batch object, in index order: 1 where ``whole`` says so."""
         whole = self._whole
         if whole is None:                  # a byte per batch object: asked per key
             whole = bytearray()
@@ -244,7 +249,7 @@ class Filler:
                 whole += (b"\x01" if plan not in ENTRIES and built_whole(plan, batch)
                           else b"\x00") * n
             self._whole = whole
-        return k < len(whole) and whole[k] == 1
+        return whole
 
     def fill(self, any_missing):
         """Fill every batch; a value not built yet (a record the loader still waits

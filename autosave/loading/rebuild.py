@@ -349,6 +349,10 @@ class Loader:
                 return next((j for j in todo if j != here and self.reaches_batch(j)), None)
             return next((j for j in todo if j != here and (
                 self.obj_at(j) is MISSING or j in unfinished)), None)
+        # batch objects built whole (value-hashed with inline fields) are final from
+        # their allocation: a record's many keys of them are let go without a visit each
+        first, whole = self.first, self.filler.whole_flags()
+        todo = [j for j in todo if j >= first or not whole[j]]
         seen, ready = set(), self.hash_ready
         while todo:
             j = todo.pop()
