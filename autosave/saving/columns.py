@@ -300,6 +300,77 @@ class Batches:
             return
         walker.mention_in_order(objs)
 
+    def refer_parts(self, tindex: int, parts: Any) -> list[Any] | None:
+        """The record ``[tindex, *parts]`` of a container whose objects are all met here
+        first and all go in batches (a set of frozen positions, a dict of them, a list
+        of agents): filed in bulk, as ``meet_class`` files a column's, and referred to
+        by their references. None, with nothing filed, unless visiting them one by one
+        would have filed each in its batch, in this order, and made the same decisions
+        in the same order: then the bytes are the same either way."""
+        loops = self.loops
+        kinds = loops.kinds(parts)
+        if kinds <= _INLINE_COLUMN:
+            return [tindex, *parts]
+        mask = inline = None
+        objs = parts
+        if not kinds.isdisjoint(_INLINE_COLUMN):
+            mask, inline, objs = loops.split(parts, _INLINE_COLUMN)
+        ids, cells, new = loops.look_up_ids(self.memo, objs)
+        if cells.count(None) != len(cells):
+            return None                  # met before: the walk visits them in its order
+        keyed = self.keyed
+        if not keyed.isdisjoint(kinds) and any(map(
+                self.by_object.__contains__, [o for o in objs if o.__class__ in keyed])):
+            return None
+        classes, groups = loops.group_kinds(objs)
+        batches = self.bulk_batches(classes, groups, objs)
+        if batches is None:
+            return None
+        for batch, group in zip(batches, groups):
+            self.file_class(batch, group)
+        if not keyed.isdisjoint(kinds):
+            self.remember(objs)
+        refs = [(ref,) for ref in loops.fill_missing(self.memo, ids, cells)]
+        return [tindex, *(refs if mask is None else loops.merge_mixed(mask, inline, refs))]
+
+    def bulk_batches(self, classes: list[type], groups: list[list[Any]],
+                     objs: Any) -> list[Any] | None:
+        """The batch of each class, if every object fits its batch (``some_handler``,
+        ``value_handler``), deciding the classes and asking ``fits`` in the order a
+        visit of objs one by one would (a tuple's ``fits`` decides its items' classes);
+        None at the first that does not fit or is no batch's."""
+        by_class, fits, row_files = self.by_class, self.fits, self.row_files
+        if len(classes) == 1:
+            batch = self.bulk_batch(classes[0], objs[0], by_class, row_files)
+            fit = fits.get(classes[0])
+            try:
+                ok = batch is not None and (fit is None or all(map(fit, objs)))
+            except Exception:            # the visit one by one raises it, placed
+                return None
+            return [batch] if ok else None
+        found: dict[type, Any] = {}
+        for obj in objs:
+            cls = obj.__class__
+            if cls not in found:
+                batch = found[cls] = self.bulk_batch(cls, obj, by_class, row_files)
+                if batch is None or batch.__class__ is not Batch:
+                    return None          # shapes' batches made in another order
+            fit = fits.get(cls)
+            try:
+                if fit is not None and not fit(obj):
+                    return None
+            except Exception:
+                return None
+        return [found[cls] for cls in classes]
+
+    def bulk_batch(self, cls: type, obj: Any, by_class: dict[type, Any],
+                   row_files: dict[type, Any]) -> Any:
+        """cls's batch, deciding cls now if its first object (obj) is met now; None if
+        it has none (records, assets) or is written a row each."""
+        if cls not in by_class and cls not in self.walker.handlers:
+            self.decide(cls, obj)
+        return None if cls in row_files else by_class.get(cls)
+
     def file_class(self, batch, objs, keys=None):
         """File objs, all of one class filed in batches, in its batch (dict layouts:
         the batch of each one's shape)."""

@@ -43,6 +43,10 @@ from ..model.schema import schema_of
 
 PRIMITIVES = INLINE_TYPES    # written as themselves
 
+# A record of at least this many parts tries to file them in bulk (Batches.refer_parts)
+BULK_PARTS = 16
+_SEQUENCES = (list, tuple)
+
 _FINISH = object()   # stack marker: below it the cell and record of an object whose
                      # children are now emitted
 
@@ -113,7 +117,14 @@ class Walker:
             push(obj)
             return cell
 
+        bulk = self.batches.refer_parts
+
         def refs(tindex, parts):
+            # many parts: filed in bulk where a visit of each would file it in a batch
+            if parts.__class__ in _SEQUENCES and len(parts) >= BULK_PARTS:
+                rec = bulk(tindex, parts)
+                if rec is not None:
+                    return rec
             # a written or in-progress object's cell without a call; mention() the rest
             rec = [v if v.__class__ in prims else
                    c if (c := memo_get(id(v))).__class__ is list and c[0] is not None else
@@ -422,7 +433,8 @@ class Walker:
         if cls is list or cls is tuple:
             return lambda obj: refs(t, obj)
         if cls is dict:
-            return lambda obj: refs(t, chain.from_iterable(obj.items()))
+            return lambda obj: refs(t, chain.from_iterable(obj.items()) if len(obj) < BULK_PARTS
+                                    else list(chain.from_iterable(obj.items())))
         if cls is set or cls is frozenset:
             order = self.order
             return lambda obj: refs(t, order(obj))
