@@ -100,7 +100,7 @@ def wide_states(draw):
     for _ in range(draw(st.integers(1, 4))):
         kinds = draw(st.lists(st.sampled_from(KINDS), min_size=1, max_size=3))
         made = []
-        for _ in range(draw(st.integers(12, 48))):
+        for _ in range(draw(st.integers(2, 48))):
             made.append(part(draw, draw(st.sampled_from(kinds)), shared, made))
         shape = draw(st.sampled_from(["list", "tuple", "set", "dict", "frozenset"]))
         hashable = [p for p in made if not isinstance(p, (Plain, Slot, Kept)) or

@@ -43,8 +43,9 @@ from ..model.schema import schema_of
 
 PRIMITIVES = INLINE_TYPES    # written as themselves
 
-# A record of at least this many parts tries to file them in bulk (Batches.refer_parts)
-BULK_PARTS = 16
+# A record of at least this many parts tries to file them in bulk (Batches.refer_parts):
+# measured on value-keys, 16 saves 592M instructions, 6 572M, 4 555M, 3 554M
+BULK_PARTS = 4
 _SEQUENCES = (list, tuple)
 
 _FINISH = object()   # stack marker: below it the cell and record of an object whose
