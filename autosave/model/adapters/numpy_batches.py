@@ -87,7 +87,13 @@ def _names(dtype: Any) -> Any:
             return None
     except (TypeError, ValueError):
         return None
-    return [(descr, str(k)) for k in range(base.MAX_DIMS + 1)]
+    # one tuple per (descr, ndim) for good: the walk groups a column's rows by the
+    # names' identity, so equal dtypes (or one remembered again) give the same tuple
+    return [_INTERNED.setdefault((descr, str(k)), (descr, str(k)))
+            for k in range(base.MAX_DIMS + 1)]
+
+
+_INTERNED: dict[tuple[str, str], tuple[str, str]] = {}
 
 
 class ArrayBatch:
