@@ -16,6 +16,7 @@ from autosave import FormatError
 from autosave.errors import SaveError
 from autosave.format import wire
 from autosave.format.expand import records_of
+from autosave.format.forms import target
 from autosave.format.kernels import python_loops
 from autosave.format.wire import COLUMN_INLINE, COLUMN_REFS, FRAME_SIZE, HEAD, decode
 from autosave.model.adapters.numpy import IN_PLACE_MIN
@@ -173,6 +174,8 @@ def test_records_of_expands_array_batches_into_their_records():
         np.ones((2, 2))), "c": np.array(3.5), "d": np.zeros(0, dtype=">u4")}
     state["c"].flags.writeable = False
     types, records, root = records_of(autosave.dumps(state))
+    # the root still names the dict, the dtype records placed after every other
+    assert types[records[target(root[0], len(records))][0]][0] == "builtins.dict"
     dtypes = {i: rec[1] for i, rec in enumerate(records) if types[rec[0]][0] == "numpy.dtype"}
     arrays = [rec for rec in records if types[rec[0]] == ["numpy.ndarray", 1, []]]
     assert len(arrays) == 4 and not any(wire.array_entry(t) for t in types)
@@ -297,3 +300,19 @@ def test_generated_forged_batches_load_or_raise_format_error(batch):
     # what loads is what the batch says: an array of the entry's dtype, its bytes given
     assert type(out) is np.ndarray and out.dtype.str.lstrip("<>|=") and out.flags.owndata
     assert out.nbytes == len(columns[1][1][0])
+
+
+def test_diff_and_compat_verify_read_array_batches(tmp_path):
+    from autosave.compat.diff import diff
+    from autosave.compat.verify import OK, verify_file
+    a = {"pos": [np.arange(3.0), np.zeros((2, 2), dtype="<i4")]}
+    b = {"pos": [np.arange(3.0), np.ones((2, 2), dtype="<i4")]}
+    data_a, data_b = autosave.dumps(a), autosave.dumps(b)
+    assert not diff(data_a, data_a).total_changes
+    changed = diff(data_a, data_b)
+    assert changed.total_changes >= 1
+    path = tmp_path / "a.sav"
+    path.write_bytes(data_a)
+    assert verify_file(str(path)).status == OK
+    # the version 7 sample, and its state saved again, are as valid
+    assert verify_file(str(V7)).status == OK

@@ -69,7 +69,11 @@ def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Re
     for t in coroutines | arrays.entries:   # as a record's type entry: the names (the
         types[t] = [types[t][0], types[t][1], []]   # dtype) are in the records
     records = expanded + records
-    return types, arrays.dtype_records(len(records), records), root
+    dtypes = arrays.dtype_records(len(records), records)
+    if type(root) is list and root and type(root[0]) is int and root[0] < 0:
+        # the root refers back from the end of the records: past the dtypes now
+        root = [root[0] - (len(dtypes) - len(records))]
+    return types, dtypes, root
 
 
 class _Arrays:
