@@ -316,3 +316,14 @@ def test_diff_and_compat_verify_read_array_batches(tmp_path):
     assert verify_file(str(path)).status == OK
     # the version 7 sample, and its state saved again, are as valid
     assert verify_file(str(V7)).status == OK
+
+
+@settings(max_examples=30, deadline=None)
+@given(scenes())
+def test_autosave_copy_of_array_batches(scene):
+    """copy hands the walk's columns to the loader as they are: the arrays are new,
+    each its own memory."""
+    out = autosave.copy(scene)
+    for a, b in zip(scene["arrays"], out["arrays"]):
+        same(a, b)
+        assert not np.shares_memory(a, b) or not a.size
