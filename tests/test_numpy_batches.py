@@ -327,3 +327,14 @@ def test_autosave_copy_of_array_batches(scene):
     for a, b in zip(scene["arrays"], out["arrays"]):
         same(a, b)
         assert not np.shares_memory(a, b) or not a.size
+
+
+@pytest.mark.parametrize("join", [1, 40, 1 << 20])
+def test_a_batch_joined_in_parts_gives_the_same_arrays(monkeypatch, join):
+    from autosave.model.adapters import numpy_batches
+    monkeypatch.setattr(numpy_batches, "JOIN_BYTES", join)
+    state = [np.arange(k, k + 3.0) for k in range(25)]
+    out = autosave.loads(autosave.dumps(state))
+    for a, b in zip(state, out):
+        same(a, b)
+    assert len({id(b) for b in out}) == 25

@@ -23,6 +23,7 @@ from . import numpy as base
 _INTS, _DATA = {int}, {bytes, BufferRef}
 _NDIMS = {str(k): k for k in range(base.MAX_DIMS + 1)}
 _NAMES_MAX = 256           # distinct dtype objects remembered (their descrs, per ndim)
+JOIN_BYTES = 1 << 20       # the data of a batch's arrays joined at most this much at once
 
 
 class ArrayBatchRows:
@@ -173,9 +174,18 @@ class ArrayBatch:
                 self.mismatch(shapes, sizes)
         try:
             if one_shape and self.ndim and flags.count(0) == n and not buffers:
-                # one join, one view, one copy per array (np.array of each row)
-                rows = np.frombuffer(b"".join(data), dtype).reshape((n, *shape))
-                return list(map(np.array, rows))
+                # a join, a view, a copy per array (np.array of each row); joined
+                # JOIN_BYTES at a time, so the load holds no second copy of the batch
+                step = max(1, JOIN_BYTES // max(1, sizes[0]))
+                if step >= n:
+                    rows = np.frombuffer(b"".join(data), dtype).reshape((n, *shape))
+                    return list(map(np.array, rows))
+                out: list[Any] = []
+                for k in range(0, n, step):
+                    part = data[k:k + step]
+                    out += map(np.array, np.frombuffer(b"".join(part), dtype).reshape(
+                        (len(part), *shape)))
+                return out
             shapes = [shape] * n if one_shape else shapes
             return list(map(_array, repeat(dtype), flags, data, shapes))
         except (ValueError, OverflowError) as e:    # numpy's own limits on shapes
