@@ -116,8 +116,8 @@ def test_which_arrays_go_in_batches():
     state = [small, big, structured, objects, view, np.float64(2.0)]
     types, records, _, _, _, batches = decode(autosave.dumps(state))
     entries = [types[b[0]] for b in batches if wire.array_entry(types[b[0]])]
-    assert entries == [["numpy.ndarray", 1, ["<f8", "1"]]]
-    assert [b[1] for b in batches if wire.array_entry(types[b[0]])] == [1]
+    assert entries == [["numpy.ndarray", 1, ["<f8", "1"]], ["numpy.scalar", 1, ["<f8"]]]
+    assert [b[1] for b in batches if wire.array_entry(types[b[0]])] == [1, 1]
     named = [types[r[0]][0] for r in records]
     assert named.count("numpy.ndarray") == 2          # the big and the structured one
     assert "numpy.view" in named and "numpy.object_array" in named
@@ -338,3 +338,73 @@ def test_a_batch_joined_in_parts_gives_the_same_arrays(monkeypatch, join):
     for a, b in zip(state, out):
         same(a, b)
     assert len({id(b) for b in out}) == 25
+
+
+# -- scalars ---------------------------------------------------------------------------
+
+@st.composite
+def scalars(draw):
+    dtype = np.dtype(draw(st.sampled_from(PLAIN))).newbyteorder("=")
+    raw = draw(st.binary(min_size=dtype.itemsize, max_size=dtype.itemsize))
+    return np.frombuffer(raw, dtype)[0].copy()
+
+
+def same_scalar(a, b):
+    assert type(b) is type(a) and b.dtype == a.dtype and b.tobytes() == a.tobytes()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(scalars(), min_size=1, max_size=20), st.lists(st.integers(0, 19)))
+def test_generated_scalars_round_trip_in_batches(items, picks):
+    state = {"items": items, "again": [items[k % len(items)] for k in picks],
+             "keys": {k: i for i, k in enumerate(items)
+                      if k.dtype.kind != "V" and bool(k == k)}}     # hashable, not NaN
+    data = autosave.dumps(state)
+    types, _, _, _, _, batches = decode(data)
+    assert all(types[b[0]][0] == "numpy.scalar" for b in batches
+               if wire.array_entry(types[b[0]]) and len(types[b[0]][2]) == 1)
+    out = autosave.loads(data)
+    for a, b in zip(items, out["items"]):
+        same_scalar(a, b)
+    ids = {id(a): b for a, b in zip(items, out["items"])}
+    assert all(b is ids[id(a)] for a, b in zip(state["again"], out["again"]))
+    assert out["keys"] == state["keys"]
+    assert autosave.dumps(out) == data
+    with python_loops():
+        assert autosave.dumps(state) == data
+        for a, b in zip(items, autosave.loads(data)["items"]):
+            same_scalar(a, b)
+
+
+def test_records_of_expands_scalar_batches():
+    state = [np.float32(2.5), np.int8(-3), np.complex64(1j)]
+    types, records, root = records_of(autosave.dumps(state))
+    assert not any(wire.array_entry(t) for t in types)
+    dtypes = {i: rec[1] for i, rec in enumerate(records) if types[rec[0]][0] == "numpy.dtype"}
+    got = [(dtypes[rec[1][0]], rec[2]) for rec in records
+           if types[rec[0]] == ["numpy.scalar", 1, []]]
+    assert got == [("<f4", 2.5), ("|i1", -3), ("<c8", np.complex64(1j).tobytes())]
+    assert types[records[target(root[0], len(records))][0]][0] == "builtins.list"
+
+
+@pytest.mark.parametrize("fields, column, match", [
+    (["<i4"], [0, [1 << 40]], "range"),
+    (["|u1"], [0, [-1]], "range"),
+    (["<i4"], [0, [1.5]], "holds a float"),
+    (["|b1"], [0, [1]], "holds a int"),
+    (["<f8"], [0, [b"\x00" * 7]], "7 bytes"),
+    (["<c8"], [0, [1.0]], "holds a float"),
+    (["|O"], [0, [1]], "plain"),
+    (["<i4", "0"], [0, [1]], "names its descr"),
+    (["<i4"], [COLUMN_REFS, [0]], "inline values"),
+])
+def test_forged_scalar_batches_are_refused(fields, column, match):
+    data = wire.encode([["numpy.scalar", 1, fields]], [], [0], [[0, 1, column]])
+    with pytest.raises(FormatError, match=match):
+        autosave.loads(data)
+
+
+def test_a_forged_scalar_batch_of_bytes_loads_as_its_records_would():
+    data = wire.encode([["numpy.scalar", 1, ["<f8"]]], [], [0],
+                       [[0, 1, [0, [np.float64(2.5).tobytes()]]]])
+    assert autosave.loads(data) == np.float64(2.5)

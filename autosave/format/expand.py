@@ -77,9 +77,10 @@ def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Re
 
 
 class _Arrays:
-    """Batches of small numpy arrays (version 8) as the ``numpy.ndarray`` records
-    ``[t, dtype, flags, data, *shape]`` they stand for: each distinct descr a
-    ``numpy.dtype`` record ``[t, descr]``, placed after every other record."""
+    """Batches of small numpy arrays and scalars (version 8) as the ``numpy.ndarray``
+    records ``[t, dtype, flags, data, *shape]`` and ``numpy.scalar`` records ``[t,
+    dtype, value]`` they stand for: each distinct descr a ``numpy.dtype`` record ``[t,
+    descr]``, placed after every other record."""
 
     def __init__(self, types: list[Any]):
         self.types = types
@@ -88,6 +89,13 @@ class _Arrays:
 
     def records(self, b: int, t: int, n: int, columns: list[Any]) -> list[Any]:
         fields = self.types[t][2]
+        if self.types[t][0] == "numpy.scalar":      # [t, dtype, value]
+            if len(fields) != 1 or len(columns) != 1 or len(columns[0]) != n:
+                raise FormatError(f"batch {b}: numpy scalars have one column of {n} "
+                                  f"values")
+            self.entries.add(t)
+            dtype = [~self.descrs.setdefault(fields[0], len(self.descrs))]
+            return [[t, dtype, value] for value in columns[0]]
         ndim = fields[1] if len(fields) == 2 else None
         if type(ndim) is not str or not ndim.isdigit() or len(columns) != 2 + int(ndim) \
                 or any(len(c) != n for c in columns):

@@ -436,10 +436,14 @@ def iterator_entry(entry: Any) -> bool:
 
 
 def array_entry(entry: Any) -> bool:
-    """Whether a type entry is a batch of small numpy arrays' (``numpy.ndarray`` with
-    fields ``[descr, ndim]``, version 8)."""
-    return type(entry) is list and len(entry) == 3 and entry[0] == "numpy.ndarray" \
+    """Whether a type entry is a batch of small numpy arrays' or scalars'
+    (``numpy.ndarray`` with fields ``[descr, ndim]``, ``numpy.scalar`` with fields
+    ``[descr]``; version 8)."""
+    return type(entry) is list and len(entry) == 3 and entry[0] in NUMPY_BATCHES \
         and type(entry[2]) is list and len(entry[2]) > 0
+
+
+NUMPY_BATCHES = ("numpy.ndarray", "numpy.scalar")
 
 
 def coroutine_entry(entry: Any) -> bool:

@@ -341,9 +341,12 @@ def check_inside(root, dtype, shape, strides, offset):
 class ScalarAdapter(Adapter):
     name = "numpy.scalar"
     reads_parts = False        # its dtype (built whole before it) and a plain value
+    batch_inline = True        # its batches' one column holds inline values only
+    # batch_row(obj), batch_plan(fields): scalars in batches (format 8), set by
+    # numpy_batches
 
     def parts(self, obj):
-        dtype = obj.dtype
+        dtype = scalar_dtype(obj)
         if dtype.hasobject:
             raise TypeError("a numpy scalar holding Python objects cannot be saved")
         if dtype.kind in "biuf" and dtype.itemsize <= 8:
@@ -364,6 +367,16 @@ class ScalarAdapter(Adapter):
 
 
 _ITEM_TYPES = {"b": (bool,), "i": (int,), "u": (int,), "f": (float,)}
+
+
+def scalar_dtype(obj):
+    """The dtype a scalar is saved with: its own, but for an empty bytes_ or str_,
+    whose dtype says 0 bytes (S0, U0) while tobytes gives one item (a NUL): saved as
+    S1 / U1, which loads to the empty scalar again."""
+    dtype = obj.dtype
+    if dtype.itemsize == 0 and dtype.kind in "SU":
+        return np.dtype((dtype.type, 1)).newbyteorder(dtype.byteorder)
+    return dtype
 
 
 # -- dispatch: one save handler for every ndarray ------------------------------------------

@@ -1,4 +1,5 @@
-"""numpy: small arrays written in batches (format 8; docs/format.md, "Batches").
+"""numpy: small arrays and scalars written in batches (format 8; docs/format.md,
+"Batches").
 
 An array saved as a copy of its data (``numpy.ndarray`` record), of a plain dtype and
 under ``IN_PLACE_MIN`` bytes, is a row of the batch of its (descr, ndim): the type
@@ -90,11 +91,12 @@ def _names(dtype: Any) -> Any:
         return None
     # one tuple per (descr, ndim) for good: the walk groups a column's rows by the
     # names' identity, so equal dtypes (or one remembered again) give the same tuple
+    # (the last: a scalar's batch, whose one field is the descr)
     return [_INTERNED.setdefault((descr, str(k)), (descr, str(k)))
-            for k in range(base.MAX_DIMS + 1)]
+            for k in range(base.MAX_DIMS + 1)] + [_INTERNED.setdefault((descr,), (descr,))]
 
 
-_INTERNED: dict[tuple[str, str], tuple[str, str]] = {}
+_INTERNED: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
 class ArrayBatch:
@@ -221,6 +223,71 @@ def _array(dtype: Any, flags: int, data: Any, shape: tuple[int, ...]) -> Any:
 ROWS = ArrayBatchRows()
 
 
+class ScalarBatch:
+    """The load plan of a type entry ``numpy.scalar`` with fields ``[descr]``: each
+    object of its batches is built as its record ``[t, dtype, value]`` would be, a
+    column of bools, ints or floats as one array whose items are taken."""
+    name = "numpy.scalar"
+    mutable, has_fill, has_loaded_hook, reads_parts, hashes = False, False, False, False, False
+    build_finished = fill_finished = None
+    whole, ncolumns = True, 1
+
+    def __init__(self, fields: Any):
+        if len(fields) != 1:
+            raise FormatError("a numpy.scalar batch's type entry names its descr")
+        self.dtype = ArrayBatch([fields[0], "0"]).dtype     # the same checks
+        kind = self.dtype.kind
+        self.items = set(base._ITEM_TYPES[kind]) if kind in "biuf" \
+            and self.dtype.itemsize <= 8 else None
+
+    def build(self, vals: Any) -> Any:
+        raise FormatError("a numpy.scalar record names the type entry of a batch")
+
+    allocate = build
+
+    def fill(self, obj: Any, vals: Any) -> None:
+        self.build(vals)
+
+    def build_batch(self, filler: Any, objs: list[Any], start: int, n: int,
+                    batch: list[Any]) -> None:
+        values, index, absent = filler.resolve(batch[2], n)
+        if index is not None or absent:
+            raise FormatError("a numpy.scalar batch holds inline values only")
+        dtype = self.dtype
+        try:
+            if self.items is not None and kernels.kinds(values) <= self.items:
+                # one array of them, then its items: each the scalar dtype.type(value)
+                # is (a value out of the dtype's range: OverflowError, as there)
+                objs[start:start + n] = list(_np().array(values, dtype))
+                return
+            # anything else as its record is built, with its checks
+            build = base.ScalarAdapter.build
+            objs[start:start + n] = [build(base.SCALAR, [None, dtype, v])  # type: ignore[arg-type]
+                                     for v in values]
+        except OverflowError:
+            raise FormatError(f"a numpy scalar of dtype {dtype.str} holds a value out of "
+                              f"its range") from None
+
+
+def scalar_row(adapter: Any, obj: Any) -> Any:
+    """A scalar's row: ``((descr,), [value])``, the value its record's; None for a
+    scalar of a dtype arrays of which stay records."""
+    dtype = base.scalar_dtype(obj)
+    names = ROWS.names_of(dtype)
+    if names is None:
+        return None
+    if dtype.kind in "biuf" and dtype.itemsize <= 8:
+        return names[-1], [obj.item()]      # exact as a Python bool, int or float
+    return names[-1], [obj.tobytes()]
+
+
+def scalar_plan(adapter: Any, fields: Any) -> ScalarBatch:
+    if not fields:
+        raise FormatError("a batch of numpy.scalar objects names their descr in its type "
+                          "entry")
+    return ScalarBatch(fields)
+
+
 def batch_plan(adapter: Any, fields: Any) -> ArrayBatch:
     """The plan of a type entry ``numpy.ndarray`` with fields ``[descr, ndim]``."""
     if not fields:
@@ -243,3 +310,5 @@ def batch_row(adapter: Any, obj: Any) -> Any:
 base.ArrayAdapter.batch_plan = batch_plan                  # type: ignore[attr-defined]
 base.NdarrayDispatch.batch_row_for = batch_row_for         # type: ignore[attr-defined]
 base.NdarrayDispatch.batch_row = batch_row                 # type: ignore[attr-defined]
+base.ScalarAdapter.batch_row = scalar_row                  # type: ignore[attr-defined]
+base.ScalarAdapter.batch_plan = scalar_plan                # type: ignore[attr-defined]
