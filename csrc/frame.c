@@ -116,3 +116,90 @@ autosave_framed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     put_u64(p + HEAD, sum);
     return out;
 }
+
+/* writable: a large array's data, loaded with one copy.
+ *
+ * msgpack decodes a bin into a new bytes object: a writeable array copying it would
+ * hold the array's data twice at the peak. When nothing but the record being built
+ * and its resolved values hold that bytes object, nothing else can ever read it: its
+ * memory is handed out as a writeable buffer (an OwnedBytes, which keeps it alive),
+ * and both lists let go of it. Otherwise (someone else holds it: autosave.copy's walk,
+ * a caller's own records) the buffer is a copy, a bytearray. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *bytes;             /* the bytes whose memory this exports, writeable */
+} OwnedObject;
+
+static int
+owned_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    PyObject *b = ((OwnedObject *)self)->bytes;
+    return PyBuffer_FillInfo(view, self, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), 0, flags);
+}
+
+static void
+owned_dealloc(PyObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    Py_CLEAR(((OwnedObject *)self)->bytes);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyType_Slot owned_slots[] = {
+    {Py_bf_getbuffer, owned_getbuffer},
+    {Py_tp_dealloc, owned_dealloc},
+    {Py_tp_doc, "The memory of a bytes object nothing else holds, writeable (writable())."},
+    {0, NULL},
+};
+
+static PyType_Spec owned_spec = {
+    "autosave._speedups.OwnedBytes", sizeof(OwnedObject), 0, Py_TPFLAGS_DEFAULT, owned_slots,
+};
+
+static PyObject *owned_type = NULL;       /* made at the first call, kept */
+
+PyObject *
+autosave_writable(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1])
+            || !PyLong_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "writable(items, holder, index): two lists, an int");
+        return NULL;
+    }
+    PyObject *items = args[0], *holder = args[1];
+    Py_ssize_t i = PyLong_AsSsize_t(args[2]);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (i < 0 || i >= PyList_GET_SIZE(items)) {
+        PyErr_SetString(PyExc_IndexError, "writable: index out of range");
+        return NULL;
+    }
+    PyObject *data = PyList_GET_ITEM(items, i);          /* borrowed: no call below */
+    if (!PyBytes_CheckExact(data)) {
+        PyErr_SetString(PyExc_TypeError, "writable: the item is not bytes");
+        return NULL;
+    }
+    int held = items != holder && i < PyList_GET_SIZE(holder)
+        && PyList_GET_ITEM(holder, i) == data;
+    /* a bytes object of one byte or none may be CPython's shared one: never taken */
+    if (PyBytes_GET_SIZE(data) < 2 || Py_REFCNT(data) != 1 + held)
+        return PyByteArray_FromObject(data);
+    if (owned_type == NULL) {
+        owned_type = PyType_FromSpec(&owned_spec);
+        if (owned_type == NULL)
+            return NULL;
+    }
+    OwnedObject *owned = PyObject_New(OwnedObject, (PyTypeObject *)owned_type);
+    if (owned == NULL)
+        return NULL;
+    Py_INCREF(data);
+    owned->bytes = data;
+    PyList_SET_ITEM(items, i, Py_NewRef(Py_None));
+    if (held)
+        PyList_SET_ITEM(holder, i, Py_NewRef(Py_None));
+    Py_DECREF(data);                                      /* one per list let go */
+    if (held)
+        Py_DECREF(data);
+    return (PyObject *)owned;
+}

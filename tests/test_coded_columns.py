@@ -55,7 +55,7 @@ def both_loops(fn, *args):
 def test_repeated_keys_are_coded_and_load_back():
     docs = [{"item": f"i{i % 7}", "count": i, "tags": ["a", "b"][: i % 3]} for i in range(200)]
     data = both_loops(autosave.dumps, docs)
-    assert data[4] == VERSION == 7
+    assert data[4] == VERSION == 8
     kinds = [column[0] for batch in raw_batches(data) for column in batch[2:]]
     assert COLUMN_CODED in kinds
     for loads in (autosave.loads, lambda d: both_loops(autosave.loads, d)):

@@ -53,7 +53,7 @@ def test_a_format_6_save_loads_and_plays_on(loops):
 
 def test_a_format_6_save_re_saved_is_the_format_7_save_of_its_state():
     fresh = autosave.dumps(game.state())
-    assert fresh[4] == VERSION == 7
+    assert fresh[4] == VERSION == 8
     assert autosave.dumps(autosave.loads(V6.read_bytes())) == fresh
     with python_loops():
         assert autosave.dumps(game.state()) == fresh

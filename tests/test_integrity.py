@@ -60,12 +60,12 @@ def test_header_layout_is_the_documented_one():
     data = autosave.dumps({"hp": 3, "name": "Anna"})
     body = data[21:]
     assert data[0:4] == b"\x89ASV"
-    assert data[4] == 7
+    assert data[4] == 8
     assert int.from_bytes(data[5:13], "little") == len(body)
     # The checksum covers every byte of the file but its own eight.
     assert int.from_bytes(data[13:21], "little") == xxhash.xxh3_64_intdigest(data[:13] + body)
     assert msgpack.unpackb(body) == msgpack.unpackb(bytes(unframe(data)[1]))
-    assert unframe(data)[0] == 7 and FRAME_SIZE == 21
+    assert unframe(data)[0] == 8 and FRAME_SIZE == 21
 
 
 def test_a_corrupt_body_is_refused_before_anything_is_decoded(monkeypatch):
@@ -296,7 +296,7 @@ def test_dump_reports_each_files_own_format_version(tmp_path, capsys):
     path = tmp_path / "new.sav"
     autosave.save(path, 7)
     assert cli_main(["dump", str(path)]) == 0
-    assert json.loads(capsys.readouterr().out)["format"] == 7
+    assert json.loads(capsys.readouterr().out)["format"] == 8
 
 
 def test_format1_truncations_are_still_format_errors():

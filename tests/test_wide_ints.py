@@ -116,4 +116,4 @@ def test_colliding_wide_int_keys_are_refused_as_boxed_ones_are():
 
 
 def test_the_frame_helper_writes_the_current_version():
-    assert frame(b"\x90")[4] == 7
+    assert frame(b"\x90")[4] == 8

@@ -145,7 +145,7 @@ class Incoming:
         self.used += 1
         return BufferRef(i, view)
 
-    def check(self, types: list[Any], records: list[Any]) -> None:
+    def check(self, types: list[Any], records: list[Any], batches: Any = ()) -> None:
         """Every buffer given was declared, and every one stands as an array's data."""
         if self.views is None:
             return
@@ -158,6 +158,9 @@ class Incoming:
                   if type(entry) is list and entry and entry[0] == "numpy.ndarray"}
         placed = sum(1 for rec in records if rec[0] in arrays and len(rec) > 3
                      and rec[3].__class__ is BufferRef)
+        for batch in batches:      # small arrays' data (version 8): their second column
+            if batch[0] in arrays and len(batch) > 3 and batch[3][0] == 0:
+                placed += sum(1 for data in batch[3][1] if data.__class__ is BufferRef)
         if placed != self.used:
             raise FormatError(f"{self.used - placed} out-of-band buffer(s) stand outside a "
                               f"numpy.ndarray record's data")

@@ -8,8 +8,8 @@ from typing import Any
 
 from ..errors import FormatError
 from .forms import Record
-from .wire import (COLUMN_INLINE, COLUMN_REFS, check_lengths, coroutine_entry, decode,
-                   iterator_entry, merge_mixed)
+from .wire import (COLUMN_INLINE, COLUMN_REFS, array_entry, check_lengths,
+                   coroutine_entry, decode, iterator_entry, merge_mixed)
 
 
 def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Record], Any]:
@@ -24,6 +24,7 @@ def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Re
         return types, records, root
     expanded: list[Any] = []
     coroutines = set()
+    arrays = _Arrays(types)
     for b, batch in enumerate(batches):
         n = batch[1]
         columns = [_column_values(b, column) for column in islice(batch, 2, None)]
@@ -38,6 +39,8 @@ def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Re
             coroutines.add(batch[0])
             expanded.extend([batch[0], fn, label, *chain.from_iterable(zip(names, values))]
                             for fn, label, *values in zip(*columns))
+        elif array_entry(types[batch[0]]):
+            expanded.extend(arrays.records(b, batch[0], n, columns))
         elif iterator_entry(types[batch[0]]):     # each row its record's payload
             if any(len(c) != n for c in columns):
                 raise FormatError(f"batch {b}: a column does not hold {n} values")
@@ -63,9 +66,60 @@ def records_of(data: bytes | bytearray | memoryview) -> tuple[list[Any], list[Re
                 raise FormatError(f"batch {b}: a column does not hold {n} values")
             rows = zip(*columns) if columns else [()] * n
             expanded.extend([batch[0], *row] for row in rows)
-    for t in coroutines:       # as a record's type entry: the names are in the records
-        types[t] = [types[t][0], types[t][1], []]
-    return types, expanded + records, root
+    for t in coroutines | arrays.entries:   # as a record's type entry: the names (the
+        types[t] = [types[t][0], types[t][1], []]   # dtype) are in the records
+    records = expanded + records
+    dtypes = arrays.dtype_records(len(records), records)
+    if type(root) is list and root and type(root[0]) is int and root[0] < 0:
+        # the root refers back from the end of the records: past the dtypes now
+        root = [root[0] - (len(dtypes) - len(records))]
+    return types, dtypes, root
+
+
+class _Arrays:
+    """Batches of small numpy arrays and scalars (version 8) as the ``numpy.ndarray``
+    records ``[t, dtype, flags, data, *shape]`` and ``numpy.scalar`` records ``[t,
+    dtype, value]`` they stand for: each distinct descr a ``numpy.dtype`` record ``[t,
+    descr]``, placed after every other record."""
+
+    def __init__(self, types: list[Any]):
+        self.types = types
+        self.entries: set[int] = set()
+        self.descrs: dict[str, int] = {}          # descr -> its place among the dtypes
+
+    def records(self, b: int, t: int, n: int, columns: list[Any]) -> list[Any]:
+        fields = self.types[t][2]
+        if self.types[t][0] == "numpy.scalar":      # [t, dtype, value]
+            if len(fields) != 1 or len(columns) != 1 or len(columns[0]) != n:
+                raise FormatError(f"batch {b}: numpy scalars have one column of {n} "
+                                  f"values")
+            self.entries.add(t)
+            dtype = [~self.descrs.setdefault(fields[0], len(self.descrs))]
+            return [[t, dtype, value] for value in columns[0]]
+        ndim = fields[1] if len(fields) == 2 else None
+        if type(ndim) is not str or not ndim.isdigit() or len(columns) != 2 + int(ndim) \
+                or any(len(c) != n for c in columns):
+            raise FormatError(f"batch {b}: numpy arrays of {ndim} dimensions have "
+                              f"{ndim} + 2 columns of {n} values")
+        self.entries.add(t)
+        dtype = [~self.descrs.setdefault(fields[0], len(self.descrs))]   # set below
+        return [[t, dtype, flags, data, *shape] for flags, data, *shape in zip(*columns)]
+
+    def dtype_records(self, first: int, records: list[Any]) -> list[Any]:
+        """records with the dtype records appended, and the arrays' references to
+        them (``~place`` until their index is known) made indices."""
+        if not self.descrs:
+            return records
+        names = [entry[0] if type(entry) is list and entry else None for entry in self.types]
+        if "numpy.dtype" in names and self.types[names.index("numpy.dtype")][2] == []:
+            t = names.index("numpy.dtype")
+        else:
+            t = len(self.types)
+            self.types.append(["numpy.dtype", 1, []])
+        for rec in records[:first]:
+            if rec[0] in self.entries and type(rec[1]) is list and rec[1][0] < 0:
+                rec[1] = [first + ~rec[1][0]]
+        return records + [[t, descr] for descr in self.descrs]
 
 
 def _entries_type(types, t, ncolumns):

@@ -240,6 +240,23 @@ def framed(encode, value, prefix, checksum):
     return b"".join((head, checksum(head, body).to_bytes(8, "little"), body))
 
 
+def writable(items, holder, index):
+    """A writeable buffer of the bytes ``items[index]``, for an array to use without
+    another copy: here a copy (a bytearray). The C hands out the bytes' own memory
+    instead when nothing but ``items`` and ``holder`` (at the same index) holds them,
+    and sets both entries to None: a caller reads neither afterwards. TypeError unless
+    items and holder are lists and the item bytes; IndexError out of range."""
+    if items.__class__ is not list or holder.__class__ is not list \
+            or index.__class__ is not int:
+        raise TypeError("writable(items, holder, index): two lists, an int")
+    if not 0 <= index < len(items):
+        raise IndexError("writable: index out of range")
+    data = items[index]
+    if data.__class__ is not bytes:
+        raise TypeError("writable: the item is not bytes")
+    return bytearray(data)
+
+
 def code_strings(values, limit):
     """(strings, codes): the distinct strings of a column of strs, in the order first
     met, and each value's position among them; None when there are more than ``limit``
@@ -470,6 +487,10 @@ else:
 
 #: Which implementation the engine runs: "C" or "Python".
 IMPLEMENTATION = "Python" if _speedups is None else "C"
+#: The types of the buffers ``writable`` hands out besides bytearray: the C's
+#: OwnedBytes (a fresh bytes of two bytes, which only the list holds, is taken)
+OWNERS: tuple[type, ...] = () if _speedups is None else (
+    type(_speedups.writable([bytes(2)], [], 0)),)
 
 
 CHOSEN = {name: globals()[name] for name in PURE}

@@ -20,9 +20,9 @@ from .forms import Record
 from ..errors import ChecksumError, FormatError, TruncatedSaveError
 
 MAGIC = b"\x89ASV"
-VERSION = 7        # 7: batches of coroutines; 6: batches of namedtuples; 5: coded columns; 4: batches; 3: ints beyond 64 bits inline (extension 1);
+VERSION = 8        # 8: batches of small numpy arrays; 7: batches of coroutines; 6: batches of namedtuples; 5: coded columns; 4: batches; 3: ints beyond 64 bits inline (extension 1);
                    # 2: checksummed frame
-FRAMED = (2, 3, 4, 5, 6, 7)   # the versions with a length and checksum in their header
+FRAMED = (2, 3, 4, 5, 6, 7, 8)   # the versions with a length and checksum in their header
 # What a checkpoint log starts with (autosave.log.file.MAGIC; the log imports this
 # package's files module, so importing it from here would be a cycle).
 LOG_MAGIC = b"\x89ASVLOG\n"
@@ -359,14 +359,16 @@ def decode(data: bytes | bytearray | memoryview, buffers: Any = None) -> tuple:
             raise FormatError(f"record {i} names type {t}, the type table has {ntypes}")
     check_batches(batches, ntypes, data.nbytes if isinstance(data, memoryview) else len(data),
                   coded=version >= 5, packed=version >= 6)
-    if version < 7 and batches:
+    if version < 8 and batches:
         for b, batch in enumerate(batches):
             entry = types[batch[0]]
-            if coroutine_entry(entry) or iterator_entry(entry):
+            if array_entry(entry) or (version < 7 and (coroutine_entry(entry)
+                                                       or iterator_entry(entry))):
                 raise FormatError(f"batch {b} holds {entry[0]} objects, which format "
                                   f"version {version} writes as records (batches of "
-                                  f"coroutines and loop iterators are version 7's)")
-    ext_hook.buffers.check(types, records)
+                                  f"coroutines and loop iterators are version 7's, of "
+                                  f"numpy arrays version 8's)")
+    ext_hook.buffers.check(types, records, batches)
     return types, records, root, ext_hook.unset, closes_cycle, batches
 
 
@@ -431,6 +433,17 @@ ITERATOR_BATCHES = ("builtins.list_iterator", "builtins.list_reverseiterator",
 
 def iterator_entry(entry: Any) -> bool:
     return type(entry) is list and len(entry) == 3 and entry[0] in ITERATOR_BATCHES
+
+
+def array_entry(entry: Any) -> bool:
+    """Whether a type entry is a batch of small numpy arrays' or scalars'
+    (``numpy.ndarray`` with fields ``[descr, ndim]``, ``numpy.scalar`` with fields
+    ``[descr]``; version 8)."""
+    return type(entry) is list and len(entry) == 3 and entry[0] in NUMPY_BATCHES \
+        and type(entry[2]) is list and len(entry[2]) > 0
+
+
+NUMPY_BATCHES = ("numpy.ndarray", "numpy.scalar")
 
 
 def coroutine_entry(entry: Any) -> bool:

@@ -22,11 +22,17 @@ class RowFiler:
     def __init__(self, batches: Any, cls: type, adapter: Any, record: Any, batch: type):
         self.batches, self.adapter, self.make_record = batches, adapter, record
         self.Batch = batch             # columns.Batch
-        self.batch_row = adapter.batch_row
+        # an adapter whose rows depend on the walk (a save's out-of-band policy) says so
+        row_for = getattr(adapter, "batch_row_for", None)
+        self.batch_row = adapter.batch_row if row_for is None else row_for(batches.walker)
         # a column's objects at once where the adapter can (the same answers as
         # batch_row's, in order)
         self.batch_rows = getattr(adapter, "batch_rows", None) or \
-            (lambda objs: list(map(adapter.batch_row, objs)))
+            (lambda objs: list(map(self.batch_row, objs)))
+        self.name = getattr(adapter, "batch_name", adapter.name)
+        # rows of inline values only (arrays: their bytes may be out-of-band markers,
+        # which the encoder writes): no pass over the columns for references
+        self.inline = getattr(adapter, "batch_inline", False)
         self.record: Any = None
         batches.row_files[cls] = self.file_rows
 
@@ -35,8 +41,8 @@ class RowFiler:
         batch = batches.row_batches.get((adapter, names))
         if batch is None:
             batch = batches.row_batches[adapter, names] = self.Batch(
-                batches.walker.index_of((adapter, names), adapter.name, 1, names),
-                len(row), None)
+                batches.walker.index_of((adapter, names), self.name, 1, names),
+                len(row), None, len(row) if self.inline else 0)
             batch.get = rows_of(batch)
             batches.all.append(batch)
         return batch

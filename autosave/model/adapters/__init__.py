@@ -19,6 +19,6 @@ and objects hashed by identity never wait).
 
 from .base import Adapter, ADAPTERS_BY_NAME, ADAPTERS_BY_TYPE, register_adapter
 from . import containers, stdlib, callables, weak, iterators, exceptions  # noqa: F401  (fill the tables)
-from . import stdlib_more, itertools_more, numpy, pygame, libraries  # noqa: F401,E402  (numpy, pygame, ...: once the game imports them)
+from . import stdlib_more, itertools_more, numpy, numpy_batches, pygame, libraries  # noqa: F401,E402  (numpy, pygame, ...: once the game imports them)
 
 __all__ = ["Adapter", "ADAPTERS_BY_NAME", "ADAPTERS_BY_TYPE", "register_adapter"]

@@ -27,6 +27,7 @@ from math import prod
 from pickle import PickleBuffer
 
 from ...errors import FormatError
+from ...format import kernels
 from ...format.buffers import BufferRef, OutOfBand, built_on_buffer, note_root
 from ...checks.limits import charge
 from ...checks.loadcheck import MAX_ITERATOR_GAP, exact
@@ -141,13 +142,24 @@ def root_of(arr):
             root = base.base        # numpy.lib.stride_tricks.as_strided
         else:
             break
-    if root is arr or root.base is not None or type(root) is not np.ndarray:
+    if root is arr or not owns_memory(root) or type(root) is not np.ndarray:
         return None
     if not (root.flags.c_contiguous or root.flags.f_contiguous):
         return None
     if root.dtype.hasobject and not arr.dtype.hasobject:
         return None
     return root
+
+
+def owns_memory(arr):
+    """Whether arr's memory is its own: allocated by numpy, or the buffer a load made
+    for it alone (a large array's data, ``kernels.writable``): a root views are saved
+    as views of."""
+    base = arr.base
+    return base is None or base.__class__ in MEMORY_OWNERS
+
+
+MEMORY_OWNERS = (bytearray, *kernels.OWNERS)
 
 
 def _flags(arr):
@@ -160,12 +172,37 @@ class ArrayAdapter(Adapter):
     """Arrays owning their data, and views (dispatching to VIEW / OBJECT_ARRAY)."""
     name = "numpy.ndarray"
     reads_parts = False        # its dtype (built whole before it) and its bytes
+    # batch_plan(fields): small arrays in batches (format 8), set by numpy_batches
 
     def parts(self, obj):      # only for arrays of plain data owning their memory
         flags = _flags(obj)
         return [obj.dtype, flags, obj.tobytes("F" if flags & FORTRAN else "C"), *obj.shape]
 
+    def create(self, rec, vals):
+        """A record's array, its large data taken from the decoder without another
+        copy where nothing else holds it (``kernels.writable``)."""
+        if len(vals) < 4 or vals[3].__class__ is not bytes or len(vals[3]) < IN_PLACE_MIN:
+            return self.build(vals)
+        dtype, flags, shape, order = self.checked(vals)
+        arr = np.ndarray(shape, dtype, kernels.writable(vals, rec, 3), order=order)
+        if flags & READONLY:
+            arr.flags.writeable = False
+        return arr
+
     def build(self, vals):
+        dtype, flags, shape, order = self.checked(vals)
+        data = vals[3]
+        if data.__class__ is BufferRef:
+            return _on_buffer(data.view, dtype, shape, order, flags)
+        # a copy, so the array owns its memory (views of it may follow); the size
+        # checked above is exactly what the constructor reads
+        arr = np.ndarray(shape, dtype, data, order=order).copy(order)
+        if flags & READONLY:
+            arr.flags.writeable = False
+        return arr
+
+    def checked(self, vals):
+        """(dtype, flags, shape, order) of a record, its data's size checked."""
         if len(vals) < 4:
             raise FormatError("a numpy.ndarray record is too short")
         dtype, flags, data = _dtype(vals[1]), vals[2], vals[3]
@@ -187,15 +224,7 @@ class ArrayAdapter(Adapter):
         if count * dtype.itemsize != size or (dtype.itemsize == 0 and count > MAX_ITERATOR_GAP):
             raise FormatError(f"a numpy array of shape {shape} and dtype {dtype.str} "
                               f"holds {size} bytes of data")
-        order = "F" if flags & FORTRAN else "C"
-        if data.__class__ is BufferRef:
-            return _on_buffer(data.view, dtype, shape, order, flags)
-        # a copy, so the array owns its memory (views of it may follow); the size
-        # checked above is exactly what the constructor reads
-        arr = np.ndarray(shape, dtype, data, order=order).copy(order)
-        if flags & READONLY:
-            arr.flags.writeable = False
-        return arr
+        return dtype, flags, shape, "F" if flags & FORTRAN else "C"
 
 
 def _on_buffer(view, dtype, shape, order, flags):
@@ -259,7 +288,7 @@ class ViewAdapter(Adapter):
             raise FormatError("a numpy.view record is too short")
         root, dtype, flags, offset, ndim = vals[1:6]
         if type(root) is not np.ndarray or (
-                root.base is not None and not built_on_buffer(root)) or not (
+                not owns_memory(root) and not built_on_buffer(root)) or not (
                 root.flags.c_contiguous or root.flags.f_contiguous):
             raise FormatError("a numpy view's base must be an array owning its memory")
         dtype = _dtype(dtype)
@@ -312,9 +341,12 @@ def check_inside(root, dtype, shape, strides, offset):
 class ScalarAdapter(Adapter):
     name = "numpy.scalar"
     reads_parts = False        # its dtype (built whole before it) and a plain value
+    batch_inline = True        # its batches' one column holds inline values only
+    # batch_row(obj), batch_plan(fields): scalars in batches (format 8), set by
+    # numpy_batches
 
     def parts(self, obj):
-        dtype = obj.dtype
+        dtype = scalar_dtype(obj)
         if dtype.hasobject:
             raise TypeError("a numpy scalar holding Python objects cannot be saved")
         if dtype.kind in "biuf" and dtype.itemsize <= 8:
@@ -337,11 +369,25 @@ class ScalarAdapter(Adapter):
 _ITEM_TYPES = {"b": (bool,), "i": (int,), "u": (int,), "f": (float,)}
 
 
+def scalar_dtype(obj):
+    """The dtype a scalar is saved with: its own, but for an empty bytes_ or str_,
+    whose dtype says 0 bytes (S0, U0) while tobytes gives one item (a NUL): saved as
+    S1 / U1, which loads to the empty scalar again."""
+    dtype = obj.dtype
+    if dtype.itemsize == 0 and dtype.kind in "SU":
+        return np.dtype((dtype.type, 1)).newbyteorder(dtype.byteorder)
+    return dtype
+
+
 # -- dispatch: one save handler for every ndarray ------------------------------------------
 
 class NdarrayDispatch(Adapter):
     """np.ndarray maps to this on save: it picks the record kind per array."""
     name = "numpy.<ndarray dispatch>"
+    batch_name = "numpy.ndarray"     # the type entry of its row batches
+    batch_inline = True              # whose columns hold inline values only
+    # batch_row_for(walker), batch_row(obj): the rows of small arrays (format 8), set
+    # by numpy_batches
 
     def __init__(self):
         self.types = (np.ndarray,)
