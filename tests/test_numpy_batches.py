@@ -5,11 +5,12 @@ forged batches refused before anything is allocated."""
 import struct
 from pathlib import Path
 
-import numpy as np
 import pytest
+
+np = pytest.importorskip("numpy")
+from hypothesis.extra import numpy as hnp  # noqa: E402  (needs numpy)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 import autosave
 from autosave import FormatError

@@ -4,8 +4,9 @@ bytes' own memory only when nothing but the two lists holds them."""
 
 import sys
 
-import numpy as np
 import pytest
+
+np = pytest.importorskip("numpy")
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
