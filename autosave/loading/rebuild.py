@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from itertools import islice, repeat
-from operator import is_
+from operator import is_, itemgetter
 from types import FunctionType
 from typing import Any
 
@@ -125,9 +125,12 @@ class Loader:
         deferred: list[int] = []
         self.deferred = deferred
         unfilled = first            # batch objects: not filled while records are built
-        # plain tuples: CPython unpacks an exact tuple fastest (a Step names the fields)
-        steps = [tuple(step_of(p, s, bool(first), objs))
-                 for p, s in zip(self.plans, self.schedules)]
+        # plain tuples: CPython unpacks an exact tuple fastest (a Step names the fields);
+        # made for the types records have only (a type of batches alone has none)
+        steps: list[Any] = [None] * len(self.plans)
+        plans, schedules, batches_unfilled = self.plans, self.schedules, bool(first)
+        for t in set(map(itemgetter(0), records)):
+            steps[t] = tuple(step_of(plans[t], schedules[t], batches_unfilled, objs))
         append = objs.append
         closes_cycle = self.closes_cycle
         general = self.general_record
