@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from itertools import islice, repeat
 from operator import is_, itemgetter
 from types import FunctionType
@@ -26,7 +27,7 @@ from ..model.generated import GENERATED
 from ..checks.limits import check_records
 from ..checks.loadcheck import bound_hook, class_attribute, describe
 from .plans import InstancePlan, plan_for, release_plans
-from .protocol import ALL, plan_names, schedule_of, step_of
+from .protocol import ALL, LazyNames, schedule_of, step_of
 from .deferred import MISSING, Deferred
 from ..model.reconstructors import CHECKED
 
@@ -50,9 +51,9 @@ class Loader:
         first = self.first = self.unfilled = len(self.objs)
         self.batches = batches
         self.records_only = records
-        # the batch objects' places hold their column rows once filled (fill_batches)
-        self.records: list[Any] = [None] * first + records if first else records
-        check_records(self.schedules, records, first, plan_names(self.plans))
+        if not first:
+            self.records = records
+        check_records(self.schedules, records, first, LazyNames(self.plans))
         if not unset_markers:
             self.use_generated_code()
         self.early: dict[int, Any] = {}   # index -> mutable allocated before its record
@@ -69,6 +70,13 @@ class Loader:
         # (index, values) of records whose fill waits, shallowly, for batch objects only
         # so far: filled as soon as the batches are (fill_batches), never deferred then
         self.after_batches: list[tuple[int, list[Any]]] = []
+
+    @cached_property
+    def records(self) -> list[Any]:
+        """The records, padded so that record index i is ``records[i]``: made the first
+        time a record is looked up by index (the common load never does); the batch
+        objects' places hold their column rows once filled (fill_batches)."""
+        return [None] * self.first + self.records_only
 
     def use_generated_code(self) -> None:
         """Generated code builds records straight into their objects. It never sees
