@@ -100,3 +100,45 @@ def test_the_loops_a_save_takes_follow_python_loops_blocks():
         in_python = autosave.dumps([Holder(i) for i in range(5)])
     assert kernels.loops() is outside
     assert autosave.dumps([Holder(i) for i in range(5)]) == in_python
+
+
+class Base:
+    pass
+
+
+class Child(Base):
+    def __init__(self, n):
+        self.n = n
+
+
+class Meta(type):
+    pass
+
+
+class WithMeta(metaclass=Meta):
+    def __init__(self, n):
+        self.n = n
+
+
+@pytest.mark.parametrize("cls", [Child, WithMeta])
+def test_a_kept_plan_sees_hooks_added_to_a_base_after_it_was_made(cls, monkeypatch):
+    """A kept plan's facts are read again at each use, through the whole MRO (one pass
+    for both hooks when the metaclass is ``type``): a loaded hook or ``__setstate__``
+    added to a base since makes the plan anew."""
+    from autosave.loading import plans
+    entry = [f"{__name__}.{cls.__qualname__}", 1, ["n"]]
+    first = plans.plan_for(0, entry)
+    assert plans.schedule_of(first).has_loaded_hook is False
+    base = cls.__mro__[1] if cls is Child else object
+    if base is object:                       # a base of its own: set on the class
+        base = cls
+    seen = []
+    monkeypatch.setattr(base, "__autosave_loaded__", lambda self: seen.append(self.n),
+                        raising=False)
+    second = plans.plan_for(0, entry)
+    assert plans.schedule_of(second).has_loaded_hook is True
+    assert autosave.loads(autosave.dumps([cls(3)]))[0].n == 3 and seen == [3]
+    monkeypatch.setattr(base, "__setstate__", lambda self, state: None, raising=False)
+    third = plans.plan_for(0, entry)
+    assert plans._CACHE[(entry[0], 1, "n")][2][3] is base.__dict__["__setstate__"]
+    assert third is not second
