@@ -172,7 +172,11 @@ def check_records(schedules, records, first=0, names=()):
     # Only the records' own types can start or continue a chain (batch objects end
     # one): the types no record has are not looked at, so a file of batches and a
     # few records pays for those few types, not for its whole type table.
-    used = {t if t >= 0 else ~t for t in set(map(itemgetter(0), records))}
+    if not records:
+        return
+    used = set(map(itemgetter(0), records))
+    if min(used) < 0:                    # a save's records: some marked as on a cycle
+        used = {t if t >= 0 else ~t for t in used}
     dealloc = _either({t for t in used if schedules[t].c_dealloc_levels})
     hashing = _either({t for t in used if schedules[t].hashes})
     if not (dealloc or hashing):

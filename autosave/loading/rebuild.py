@@ -290,7 +290,7 @@ class Loader:
         self.after_batches = []
 
     def check_unset_markers(self) -> None:
-        consumed = sum(getattr(p, "unset_slots", 0) for p in self.plans)
+        consumed = sum(map(getattr, self.plans, repeat("unset_slots"), repeat(0)))
         if consumed != self.unset_markers:
             raise FormatError(f"the save holds {self.unset_markers} unset-slot markers, "
                               f"{self.unset_markers - consumed} of them outside a slot field")
@@ -323,9 +323,10 @@ class Loader:
     def batch_hooks(self) -> list[int]:
         """The indices of the batch objects whose class has ``__autosave_loaded__``."""
         hooks: list[int] = []
-        start = 0
-        for t, n, *_ in self.batches:
-            if self.schedules[t].has_loaded_hook:
+        start, schedules = 0, self.schedules
+        for batch in self.batches:
+            n = batch[1]
+            if schedules[batch[0]].has_loaded_hook:
                 hooks += range(start, start + n)
             start += n
         return hooks

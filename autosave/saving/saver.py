@@ -88,6 +88,8 @@ class Saver(Walker):
         CPython frees or hashes by unchecked C recursion, hash work) are checked here
         on the records, with the plans a load would make, so no save is ever written
         that its own game could not read back."""
+        if not records:                  # batches only: no chain to bound, no key to hash
+            return
         plans: list[Any] = []
         try:
             # The bounds are about records alone (batch objects end every chain): only
