@@ -268,8 +268,10 @@ class Loader:
         """Fill the records that waited for batch objects only (``Schedule.shallow``:
         they read a batch object's length, not what it holds), now that the batches
         are filled; those whose objects still wait for records join ``deferred``."""
-        records, objs, unfinished, plans = self.records, self.objs, self.unfinished, self.plans
         after = self.after_batches
+        if not after:
+            return
+        records, objs, unfinished, plans = self.records, self.objs, self.unfinished, self.plans
         # Unless other objects are unfinished too, what these wait for is done: their
         # plans' fills wait for objects of other kinds (a list iterator, for its list).
         others = len(unfinished) > len(after)
