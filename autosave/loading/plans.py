@@ -19,7 +19,7 @@ from ..format import kernels
 from ..format.wire import ABSENT, STATE_FIELDS, type_entry
 from ..checks.loadcheck import bound_hook, class_attribute, describe
 from ..model.reconstructors import check_inert
-from ..model.registry import REGISTRY
+from ..model.registry import REGISTRY, SAFE_STDLIB_NAMES
 from ..model.schema import schema_of
 from ..model.upgrades import run_upgrades, unreachable_hooks, upgrade_chain
 from .protocol import schedule_of
@@ -379,8 +379,8 @@ def resolve_class(name: str) -> Any:
 # the choice of C or Python loops is fixed when ``kernels`` is imported.
 
 _CLASS_PLANS = (InstancePlan, StatePlan, EnumPlan)
-# key -> (plan, found by the registry's names, its facts, the generation it was made in,
-# the slots among its facts)
+# key -> (plan, how its name was found (``_found_by``), its facts, the generation it was
+# made in, the slots among its facts)
 _CACHE: dict[tuple[Any, ...], tuple[Any, bool, tuple[Any, ...], tuple[int, int],
                                     tuple[str, ...]]] = {}
 _CACHE_MAX = 4096                   # entries: a stream of odd files cannot grow it further
@@ -416,11 +416,11 @@ def plan_for(index: int, entry: Any) -> Any:
     key = (name, version, *fields)
     cached = _CACHE.get(key)
     if cached is not None:
-        template, by_name, facts, made_in, slots = cached
+        template, found, facts, made_in, slots = cached
         if made_in == generation:
             if template.__class__ not in _CLASS_PLANS:
                 return template
-            if _current(template, name, by_name, facts, slots):
+            if _current(template, name, found, facts, slots):
                 return template.fresh()
         _CACHE.pop(key, None)       # (another thread's load may have dropped it)
     plan = decide_plan(index, name, version, fields)
@@ -431,8 +431,7 @@ def plan_for(index: int, entry: Any) -> Any:
         return plan
     schedule_of(plan)               # read once, shared by its copies
     slots = _slot_names(plan)
-    _CACHE[key] = (plan, REGISTRY.by_name.get(name) is plan.cls, _facts(plan, slots),
-                   generation, slots)
+    _CACHE[key] = (plan, _found_by(name, plan.cls), _facts(plan, slots), generation, slots)
     return plan.fresh()
 
 
@@ -463,12 +462,36 @@ def _facts(plan: Any, slots: tuple[str, ...]) -> tuple[Any, ...]:
             *map(getattr, repeat(cls), slots, repeat(None)))
 
 
-def _current(plan: Any, name: str, by_name: bool, facts: tuple[Any, ...],
+def _found_by(name: str, cls: type) -> Any:
+    """How ``name`` resolved to ``cls`` (``REGISTRY.resolve``), for ``_current`` to ask
+    again cheaply: True, by the registry's names; (module name, module, attribute,
+    cls.__module__), by the longest allowed module of the name in sys.modules, which
+    holds the class as its attribute, the class's home allowed (the path resolve took
+    first, and ends with); else False (resolved in full at every use)."""
+    if REGISTRY.by_name.get(name) is cls:
+        return True
+    module_name, _, attr = name.rpartition(".")
+    home = cls.__module__
+    if (module_name and name not in SAFE_STDLIB_NAMES and type(home) is str
+            and REGISTRY.is_allowed_module(module_name) and REGISTRY.is_allowed_module(home)):
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, attr, None) is cls:
+            return (module_name, module, attr, home)
+    return False
+
+
+def _current(plan: Any, name: str, found: Any, facts: tuple[Any, ...],
              slots: tuple[str, ...]) -> bool:
     """Whether ``plan`` is what its entry decides now, the registry unchanged: its name
     still resolves to its class (found in the registry's names, that is the registry's;
-    else through sys.modules, which is looked at again), and the class is as it was."""
-    if not by_name:
+    else through sys.modules, which is looked at again: the module ``_found_by`` noted
+    still there, its attribute still the class and the class's home unchanged, or
+    else resolved in full), and the class is as it was. (The registry's tables, and so
+    what is allowed, are the same: the plan is kept under their generation.)"""
+    if found is not True and not (
+            found is not False and sys.modules.get(found[0]) is found[1]
+            and getattr(found[1], found[2], None) is plan.cls
+            and plan.cls.__module__ == found[3]):
         try:
             if resolve_class(name) is not plan.cls:
                 return False
