@@ -170,15 +170,13 @@ def check_records(schedules, records, first=0, names=()):
     before it; none of them is of a type these bounds are about, so references to them
     end a chain)."""
     # Only the records' own types can start or continue a chain (batch objects end
-    # one): the types no record has are not looked at, so a file of batches and a
-    # few records pays for those few types, not for its whole type table.
+    # one): ``schedules`` may be a dict of those types' alone (a save's check plans
+    # no other), or every type's, in a list.
     if not records:
         return
-    used = set(map(itemgetter(0), records))
-    if min(used) < 0:                    # a save's records: some marked as on a cycle
-        used = {t if t >= 0 else ~t for t in used}
-    dealloc = _either({t for t in used if schedules[t].c_dealloc_levels})
-    hashing = _either({t for t in used if schedules[t].hashes})
+    kept = list(schedules.items() if type(schedules) is dict else enumerate(schedules))
+    dealloc = _either({t for t, s in kept if s.c_dealloc_levels})
+    hashing = _either({t for t, s in kept if s.hashes})
     if not (dealloc or hashing):
         return
     # The records of those types, in file order, found at C speed (a record's type
@@ -201,7 +199,7 @@ def check_records(schedules, records, first=0, names=()):
                         f"than about {C_DEPTH // w} without crashing"))
     if not hashing:
         return
-    by_value = {t for t in used if schedules[t].hashing is not Hashing.NONE}
+    by_value = {t for t, s in kept if s.hashing is not Hashing.NONE}
     if not by_value:
         return
     c_hash = _either({t for t in by_value if schedules[t].hashing is Hashing.C_RECURSIVE})

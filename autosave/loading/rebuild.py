@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-from functools import cached_property
 from itertools import islice, repeat
 from operator import is_, itemgetter
 from types import FunctionType
@@ -51,8 +50,11 @@ class Loader:
         first = self.first = self.unfilled = len(self.objs)
         self.batches = batches
         self.records_only = records
-        if not first:
-            self.records = records
+        # records padded so that record index i is records[i] (the batch objects'
+        # places hold their column rows once filled, fill_batches): made by pad(), at
+        # the first step that looks a record up by index (the common load has none)
+        self.records: list[Any] = records
+        self.padded = not first
         check_records(self.schedules, records, first, LazyNames(self.plans))
         if not unset_markers:
             self.use_generated_code()
@@ -71,12 +73,14 @@ class Loader:
         # so far: filled as soon as the batches are (fill_batches), never deferred then
         self.after_batches: list[tuple[int, list[Any]]] = []
 
-    @cached_property
-    def records(self) -> list[Any]:
-        """The records, padded so that record index i is ``records[i]``: made the first
-        time a record is looked up by index (the common load never does); the batch
-        objects' places hold their column rows once filled (fill_batches)."""
-        return [None] * self.first + self.records_only
+    def pad(self) -> None:
+        """Make ``records`` the padded records, before a step that looks records up by
+        index: ``general_record`` (forward references, blockers), the fills that wait
+        for batches, the deferred records. (An attribute, not a property: the loader
+        reads it in its loops.)"""
+        if not self.padded:
+            self.records = [None] * self.first + self.records_only
+            self.padded = True
 
     def use_generated_code(self) -> None:
         """Generated code builds records straight into their objects. It never sees
@@ -204,6 +208,8 @@ class Loader:
         """Record ``i`` when it may refer ahead, to a missing object, or to one not
         finished: allocated, built or deferred, then filled or deferred. Returns whether
         objects may now be missing (a record deferred before it was built)."""
+        if not self.padded:
+            self.pad()
         objs, unfinished, unfilled = self.objs, self.unfinished, self.unfilled
         plan, mutable, fill, fill_waits, hook, _, _, build_waits, schedule, _ = step
         maybe_missing = False
@@ -255,6 +261,8 @@ class Loader:
         filler.fill(self.has_missing or self.forwarded_missing)
         self.unfilled = 0
         unfinished.update(filler.pending)     # they wait for records still to build
+        if filler.reading:
+            self.pad()
         for k, rec in filler.reading.items():  # filled as records that read are
             self.records[k] = rec
             deferred.append(k)
@@ -271,6 +279,7 @@ class Loader:
         after = self.after_batches
         if not after:
             return
+        self.pad()
         records, objs, unfinished, plans = self.records, self.objs, self.unfinished, self.plans
         # Unless other objects are unfinished too, what these wait for is done: their
         # plans' fills wait for objects of other kinds (a list iterator, for its list).
@@ -483,6 +492,7 @@ class Loader:
 
     def finish_deferred(self, deferred: list[int], hooks: list[int]) -> None:
         """Complete the records that waited (``Deferred``)."""
+        self.pad()
         Deferred(self, deferred, hooks).run()
 
     def targets(self, rec: Record, part: slice, here: int) -> list[int]:

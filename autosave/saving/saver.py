@@ -96,7 +96,11 @@ class Saver(Walker):
             # the types records have are planned, as a load would plan them; a save of
             # batches and a few records plans those few. (check_records reads
             # ``schedules[t]`` and ``names[t]`` for those types only.)
-            used = sorted({t if t >= 0 else ~t for t in set(map(itemgetter(0), records))})
+            # Finding those types is a pass over the records: worth it where the records
+            # are few for the types (planning a type costs some hundreds of records'
+            # pass); else every type is planned, which decides the same.
+            used: Any = (sorted({t if t >= 0 else ~t for t in set(map(itemgetter(0), records))})
+                         if len(records) < 256 * len(types) else range(len(types)))
             plans.extend(plan_for(t, types[t]) for t in used)
             check_records(dict(zip(used, map(schedule_of, plans))), records,
                           self.first_record, dict(zip(used, plan_names(plans))))
