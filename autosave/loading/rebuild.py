@@ -137,11 +137,14 @@ class Loader:
         deferred: list[int] = []
         self.deferred = deferred
         unfilled = first            # batch objects: not filled while records are built
-        # plain tuples: CPython unpacks an exact tuple fastest (a Step names the fields);
-        # made for the types records have only (a type of batches alone has none)
-        steps: list[Any] = [None] * len(self.plans)
+        # plain tuples: CPython unpacks an exact tuple fastest (a Step names the fields),
+        # made for the types records have where they are few for the type table (a
+        # pass over them costs less than a type's step then), else for every type
         plans, schedules, batches_unfilled = self.plans, self.schedules, bool(first)
-        for t in set(map(itemgetter(0), records)):
+        steps: list[Any] = [None] * len(plans)
+        kinds: Any = (set(map(itemgetter(0), records)) if len(records) < 32 * len(plans)
+                      else range(len(plans)))
+        for t in kinds:
             steps[t] = tuple(step_of(plans[t], schedules[t], batches_unfilled, objs))
         append = objs.append
         closes_cycle = self.closes_cycle
