@@ -241,3 +241,39 @@ def test_a_plan_decided_while_the_registry_changed_is_not_kept(game, monkeypatch
     assert decided.count(entry[0]) == 2
     plans.plan_for(0, entry)                  # and kept from then on
     assert decided.count(entry[0]) == 2
+
+
+def test_a_module_replaced_in_sys_modules_after_a_load_is_seen(game):
+    """A kept plan asks sys.modules for the module its name was found in again: the
+    same module object, holding the same class, or the name is resolved in full."""
+    import sys
+    import types
+    mod = game(PLAIN)
+    autosave.allow(mod.__name__)
+    data = autosave.dumps(mod.Crate(7))
+    assert type(autosave.loads(data)) is mod.Crate
+    stand_in = types.ModuleType(mod.__name__)
+    sys.modules[mod.__name__] = stand_in            # no Crate in it
+    try:
+        with pytest.raises(IncompatibleSaveError):
+            autosave.loads(data)
+        stand_in.Crate = mod.Crate                  # the same class, by another module
+        assert type(autosave.loads(data)) is mod.Crate
+    finally:
+        sys.modules[mod.__name__] = mod
+
+
+def test_a_class_moved_out_of_the_allowed_namespaces_after_a_load_is_refused(game):
+    """The class's home module is read again: a class whose ``__module__`` now names a
+    namespace that is not allowed is refused, as without the cache."""
+    mod = game(PLAIN)
+    autosave.allow(mod.__name__)
+    data = autosave.dumps(mod.Crate(7))
+    assert type(autosave.loads(data)) is mod.Crate
+    mod.Crate.__module__ = "os"
+    try:
+        with pytest.raises(UntrustedTypeError):
+            autosave.loads(data)
+    finally:
+        mod.Crate.__module__ = mod.__name__
+    assert type(autosave.loads(data)) is mod.Crate

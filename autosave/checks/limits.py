@@ -23,7 +23,7 @@ import enum
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from itertools import compress
 from operator import itemgetter
 
@@ -90,29 +90,39 @@ class Budget:
 _ACTIVE: ContextVar[Budget | None] = ContextVar("autosave_budget", default=None)
 
 
-@contextmanager
-def file_budget(size: int, decoded: bool = True, shared: bool = False) -> Iterator[Budget]:
+class file_budget:
     """The budget of the file being read, ``size`` bytes: a new one, or, inside a reader
     that opened a ``shared`` one (a log's restore loading its checkpoint: the bytes are
     the log's), that one. ``decoded``: the reader decodes ``size`` bytes, charged now
     (a log's reader decodes only parts of its file, and charges them). Raises
     OverBudget when it cannot be. A load run by game code during a load (a hook
-    loading bytes of its own) gets a budget of its own."""
-    active = _ACTIVE.get()
-    if active is not None and active.shared:
-        active.shared = False        # the checkpoint's load; a hook's loads are its own
-        if decoded:
-            active.decoding(size)
-        yield active
-        return
-    budget = Budget(size, shared)
-    if decoded:
-        budget.decoding(size)
-    token = _ACTIVE.set(budget)
-    try:
-        yield budget
-    finally:
-        _ACTIVE.reset(token)
+    loading bytes of its own) gets a budget of its own. (A class, not a generator:
+    entered at every load, it costs a fraction as much.)"""
+
+    __slots__ = ("size", "decoded", "shared", "token")
+
+    def __init__(self, size: int, decoded: bool = True, shared: bool = False) -> None:
+        self.size, self.decoded, self.shared = size, decoded, shared
+        self.token: Token[Budget | None] | None = None
+
+    def __enter__(self) -> Budget:
+        active = _ACTIVE.get()
+        if active is not None and active.shared:
+            active.shared = False    # the checkpoint's load; a hook's loads are its own
+            if self.decoded:
+                active.decoding(self.size)
+            return active
+        budget = Budget(self.size, self.shared)
+        if self.decoded:
+            budget.decoding(self.size)
+        self.token = _ACTIVE.set(budget)
+        return budget
+
+    def __exit__(self, *exc: object) -> None:
+        token = self.token
+        if token is not None:
+            self.token = None
+            _ACTIVE.reset(token)
 
 
 @contextmanager
@@ -159,8 +169,14 @@ def check_records(schedules, records, first=0, names=()):
     stable name. ``first``: the index of the first record (the batch objects come
     before it; none of them is of a type these bounds are about, so references to them
     end a chain)."""
-    dealloc = _either({t for t, s in enumerate(schedules) if s.c_dealloc_levels})
-    hashing = _either({t for t, s in enumerate(schedules) if s.hashes})
+    # Only the records' own types can start or continue a chain (batch objects end
+    # one): ``schedules`` may be a dict of those types' alone (a save's check plans
+    # no other), or every type's, in a list.
+    if not records:
+        return
+    kept = list(schedules.items() if type(schedules) is dict else enumerate(schedules))
+    dealloc = _either({t for t, s in kept if s.c_dealloc_levels})
+    hashing = _either({t for t, s in kept if s.hashes})
     if not (dealloc or hashing):
         return
     # The records of those types, in file order, found at C speed (a record's type
@@ -183,7 +199,7 @@ def check_records(schedules, records, first=0, names=()):
                         f"than about {C_DEPTH // w} without crashing"))
     if not hashing:
         return
-    by_value = {t for t, s in enumerate(schedules) if s.hashing is not Hashing.NONE}
+    by_value = {t for t, s in kept if s.hashing is not Hashing.NONE}
     if not by_value:
         return
     c_hash = _either({t for t in by_value if schedules[t].hashing is Hashing.C_RECURSIVE})

@@ -498,13 +498,18 @@ _inside = 0                      # python_loops blocks open, in any thread
 _lock = threading.Lock()
 
 
+# The two sets of loops a save may be handed, made once (read-only by convention: a
+# save only reads them); which one is current is ``_inside``'s to say.
+_LOOPS = {False: SimpleNamespace(**CHOSEN), True: SimpleNamespace(**PURE)}
+
+
 def loops():
     """The loops chosen now, as attributes (``loops().look_up``): a save takes them
     once, when it starts, so a ``python_loops`` block opened meanwhile in another
     thread cannot hand it the other implementation half-way (its memo is made by
-    one, and read by that one's loops only)."""
-    with _lock:
-        return SimpleNamespace(**{name: globals()[name] for name in PURE})
+    one, and read by that one's loops only). Each set is one namespace, made at
+    import: taking it costs a lookup, not a copy of every kernel per save."""
+    return _LOOPS[_inside > 0]
 
 
 class python_loops:

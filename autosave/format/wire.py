@@ -393,6 +393,10 @@ def check_batches(batches: Any, ntypes: int, size: int, coded: bool = True,
         if batch[1] < 1:
             raise FormatError(f"batch {b} holds {batch[1]} objects; a batch holds at least one")
         for c, column in enumerate(islice(batch, 2, None), 2):
+            if (column.__class__ is list and len(column) == 2
+                    and column[0].__class__ is int and column[1].__class__ is list
+                    and (column[0] == COLUMN_INLINE or column[0] == COLUMN_REFS)):
+                continue             # the common columns, well formed: nothing to turn
             if coded and type(column) is list and len(column) == 3 \
                     and type(column[0]) is int and column[0] == COLUMN_CODED \
                     and type(column[1]) is list \

@@ -7,7 +7,7 @@ batch objects.
 import sys
 from typing import Any
 from collections import deque
-from itertools import islice
+from itertools import islice, repeat
 from types import MemberDescriptorType
 
 from ..model.adapters import ADAPTERS_BY_NAME
@@ -19,7 +19,7 @@ from ..format import kernels
 from ..format.wire import ABSENT, STATE_FIELDS, type_entry
 from ..checks.loadcheck import bound_hook, class_attribute, describe
 from ..model.reconstructors import check_inert
-from ..model.registry import REGISTRY
+from ..model.registry import REGISTRY, SAFE_STDLIB_NAMES
 from ..model.schema import schema_of
 from ..model.upgrades import run_upgrades, unreachable_hooks, upgrade_chain
 from .protocol import schedule_of
@@ -379,8 +379,10 @@ def resolve_class(name: str) -> Any:
 # the choice of C or Python loops is fixed when ``kernels`` is imported.
 
 _CLASS_PLANS = (InstancePlan, StatePlan, EnumPlan)
-# key -> (plan, found by the registry's names, its facts, the generation it was made in)
-_CACHE: dict[tuple[Any, ...], tuple[Any, bool, tuple[Any, ...], tuple[int, int]]] = {}
+# key -> (plan, how its name was found (``_found_by``), its facts, the generation it was
+# made in, the slots among its facts)
+_CACHE: dict[tuple[Any, ...], tuple[Any, bool, tuple[Any, ...], tuple[int, int],
+                                    tuple[str, ...]]] = {}
 _CACHE_MAX = 4096                   # entries: a stream of odd files cannot grow it further
 _ADAPTERS = [0]                     # bumped by every adapter registered (or removed)
 _SEEN: list[Any] = [None]           # the generation the cache was last filled in
@@ -414,44 +416,88 @@ def plan_for(index: int, entry: Any) -> Any:
     key = (name, version, *fields)
     cached = _CACHE.get(key)
     if cached is not None:
-        template, by_name, facts, made_in = cached
+        template, found, facts, made_in, slots = cached
         if made_in == generation:
             if template.__class__ not in _CLASS_PLANS:
                 return template
-            if _current(template, name, by_name, facts):
+            if _current(template, name, found, facts, slots):
                 return template.fresh()
         _CACHE.pop(key, None)       # (another thread's load may have dropped it)
     plan = decide_plan(index, name, version, fields)
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.clear()
     if plan.__class__ not in _CLASS_PLANS:
-        _CACHE[key] = (plan, True, (), generation)
+        _CACHE[key] = (plan, True, (), generation, ())
         return plan
     schedule_of(plan)               # read once, shared by its copies
-    _CACHE[key] = (plan, REGISTRY.by_name.get(name) is plan.cls, _facts(plan), generation)
+    slots = _slot_names(plan)
+    _CACHE[key] = (plan, _found_by(name, plan.cls), _facts(plan, slots), generation, slots)
     return plan.fresh()
 
 
-def _facts(plan: Any) -> tuple[Any, ...]:
-    """What a class plan read of its class besides the (cached) schema."""
+def _slot_names(plan: Any) -> tuple[str, ...]:
+    """The slots a class plan sets (their descriptors are among its facts)."""
+    return tuple(name for _, name, is_slot in getattr(plan, "setters", ()) if is_slot)
+
+
+def _facts(plan: Any, slots: tuple[str, ...]) -> tuple[Any, ...]:
+    """What a class plan read of its class besides the (cached) schema: its hash, its
+    loaded hook (``has_attribute``), its ``__setstate__`` (``class_attribute``) and the
+    descriptors of its ``slots`` (``_slot_names``). Asked at every use of a kept plan:
+    a class whose metaclass is ``type`` has its MRO read once for both hooks."""
     cls = plan.cls
-    return (schema_of(cls), cls.__hash__, has_attribute(cls, "__autosave_loaded__"),
-            class_attribute(cls, "__setstate__"),
-            *[getattr(cls, name, None) for _, name, is_slot in getattr(plan, "setters", ())
-              if is_slot])
+    if type(cls) is type:
+        loaded, setstate, found = False, None, False
+        for klass in cls.__mro__:
+            namespace = klass.__dict__
+            if not loaded and "__autosave_loaded__" in namespace:
+                loaded = True
+            if not found and "__setstate__" in namespace:
+                setstate, found = namespace["__setstate__"], True
+        loaded = loaded or "__autosave_loaded__" in type.__dict__
+    else:
+        loaded = has_attribute(cls, "__autosave_loaded__")
+        setstate = class_attribute(cls, "__setstate__")
+    return (schema_of(cls), cls.__hash__, loaded, setstate,
+            *map(getattr, repeat(cls), slots, repeat(None)))
 
 
-def _current(plan: Any, name: str, by_name: bool, facts: tuple[Any, ...]) -> bool:
+def _found_by(name: str, cls: type) -> Any:
+    """How ``name`` resolved to ``cls`` (``REGISTRY.resolve``), for ``_current`` to ask
+    again cheaply: True, by the registry's names; (module name, module, attribute,
+    cls.__module__), by the longest allowed module of the name in sys.modules, which
+    holds the class as its attribute, the class's home allowed (the path resolve took
+    first, and ends with); else False (resolved in full at every use)."""
+    if REGISTRY.by_name.get(name) is cls:
+        return True
+    module_name, _, attr = name.rpartition(".")
+    home = cls.__module__
+    if (module_name and name not in SAFE_STDLIB_NAMES and type(home) is str
+            and REGISTRY.is_allowed_module(module_name) and REGISTRY.is_allowed_module(home)):
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, attr, None) is cls:
+            return (module_name, module, attr, home)
+    return False
+
+
+def _current(plan: Any, name: str, found: Any, facts: tuple[Any, ...],
+             slots: tuple[str, ...]) -> bool:
     """Whether ``plan`` is what its entry decides now, the registry unchanged: its name
     still resolves to its class (found in the registry's names, that is the registry's;
-    else through sys.modules, which is looked at again), and the class is as it was."""
-    if not by_name:
+    else through sys.modules, which is looked at again: the module ``_found_by`` noted
+    still there, its attribute still the class and the class's home unchanged, or
+    else resolved in full), and the class is as it was. (The registry's tables, and so
+    what is allowed, are the same: the plan is kept under their generation.)"""
+    if found is not True and not (
+            found is not False and sys.modules.get(found[0]) is found[1]
+            and getattr(found[1], found[2], None) is plan.cls
+            and plan.cls.__module__ == found[3]):
         try:
             if resolve_class(name) is not plan.cls:
                 return False
         except LoadError:
             return False            # decided again, to raise what it raises
-    return _facts(plan) == facts
+    return _facts(plan, slots) == facts
 
 
 def decide_plan(index: int, name: str, version: int, fields: list[str]) -> Any:

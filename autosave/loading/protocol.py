@@ -119,8 +119,25 @@ def _read_schedule(plan: Any) -> Schedule:
 
 def plan_names(plans: list[Any]) -> list[str]:
     """The type names errors about records name (an adapter's, or its class's)."""
-    return [str(getattr(p, "name", None) or getattr(getattr(p, "schema", None), "name", "?"))
-            for p in plans]
+    return [plan_name(p) for p in plans]
+
+
+def plan_name(plan: Any) -> str:
+    return str(getattr(plan, "name", None) or getattr(getattr(plan, "schema", None), "name",
+                                                       "?"))
+
+
+class LazyNames:
+    """``plan_names(plans)`` as a table each name of which is read when an error needs
+    it: a load that refuses nothing reads none."""
+
+    __slots__ = ("plans",)
+
+    def __init__(self, plans: list[Any]) -> None:
+        self.plans = plans
+
+    def __getitem__(self, t: int) -> str:
+        return plan_name(self.plans[t])
 
 
 class Step(NamedTuple):

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from itertools import islice, repeat
-from operator import is_
+from operator import is_, itemgetter
 from types import FunctionType
 from typing import Any
 
@@ -26,7 +26,7 @@ from ..model.generated import GENERATED
 from ..checks.limits import check_records
 from ..checks.loadcheck import bound_hook, class_attribute, describe
 from .plans import InstancePlan, plan_for, release_plans
-from .protocol import ALL, plan_names, schedule_of, step_of
+from .protocol import ALL, LazyNames, schedule_of, step_of
 from .deferred import MISSING, Deferred
 from ..model.reconstructors import CHECKED
 
@@ -50,9 +50,12 @@ class Loader:
         first = self.first = self.unfilled = len(self.objs)
         self.batches = batches
         self.records_only = records
-        # the batch objects' places hold their column rows once filled (fill_batches)
-        self.records: list[Any] = [None] * first + records if first else records
-        check_records(self.schedules, records, first, plan_names(self.plans))
+        # records padded so that record index i is records[i] (the batch objects'
+        # places hold their column rows once filled, fill_batches): made by pad(), at
+        # the first step that looks a record up by index (the common load has none)
+        self.records: list[Any] = records
+        self.padded = not first
+        check_records(self.schedules, records, first, LazyNames(self.plans))
         if not unset_markers:
             self.use_generated_code()
         self.early: dict[int, Any] = {}   # index -> mutable allocated before its record
@@ -69,6 +72,15 @@ class Loader:
         # (index, values) of records whose fill waits, shallowly, for batch objects only
         # so far: filled as soon as the batches are (fill_batches), never deferred then
         self.after_batches: list[tuple[int, list[Any]]] = []
+
+    def pad(self) -> None:
+        """Make ``records`` the padded records, before a step that looks records up by
+        index: ``general_record`` (forward references, blockers), the fills that wait
+        for batches, the deferred records. (An attribute, not a property: the loader
+        reads it in its loops.)"""
+        if not self.padded:
+            self.records = [None] * self.first + self.records_only
+            self.padded = True
 
     def use_generated_code(self) -> None:
         """Generated code builds records straight into their objects. It never sees
@@ -125,9 +137,15 @@ class Loader:
         deferred: list[int] = []
         self.deferred = deferred
         unfilled = first            # batch objects: not filled while records are built
-        # plain tuples: CPython unpacks an exact tuple fastest (a Step names the fields)
-        steps = [tuple(step_of(p, s, bool(first), objs))
-                 for p, s in zip(self.plans, self.schedules)]
+        # plain tuples: CPython unpacks an exact tuple fastest (a Step names the fields),
+        # made for the types records have where they are few for the type table (a
+        # pass over them costs less than a type's step then), else for every type
+        plans, schedules, batches_unfilled = self.plans, self.schedules, bool(first)
+        steps: list[Any] = [None] * len(plans)
+        kinds: Any = (set(map(itemgetter(0), records)) if len(records) < 32 * len(plans)
+                      else range(len(plans)))
+        for t in kinds:
+            steps[t] = tuple(step_of(plans[t], schedules[t], batches_unfilled, objs))
         append = objs.append
         closes_cycle = self.closes_cycle
         general = self.general_record
@@ -193,6 +211,8 @@ class Loader:
         """Record ``i`` when it may refer ahead, to a missing object, or to one not
         finished: allocated, built or deferred, then filled or deferred. Returns whether
         objects may now be missing (a record deferred before it was built)."""
+        if not self.padded:
+            self.pad()
         objs, unfinished, unfilled = self.objs, self.unfinished, self.unfilled
         plan, mutable, fill, fill_waits, hook, _, _, build_waits, schedule, _ = step
         maybe_missing = False
@@ -244,6 +264,8 @@ class Loader:
         filler.fill(self.has_missing or self.forwarded_missing)
         self.unfilled = 0
         unfinished.update(filler.pending)     # they wait for records still to build
+        if filler.reading:
+            self.pad()
         for k, rec in filler.reading.items():  # filled as records that read are
             self.records[k] = rec
             deferred.append(k)
@@ -257,8 +279,11 @@ class Loader:
         """Fill the records that waited for batch objects only (``Schedule.shallow``:
         they read a batch object's length, not what it holds), now that the batches
         are filled; those whose objects still wait for records join ``deferred``."""
-        records, objs, unfinished, plans = self.records, self.objs, self.unfinished, self.plans
         after = self.after_batches
+        if not after:
+            return
+        self.pad()
+        records, objs, unfinished, plans = self.records, self.objs, self.unfinished, self.plans
         # Unless other objects are unfinished too, what these wait for is done: their
         # plans' fills wait for objects of other kinds (a list iterator, for its list).
         others = len(unfinished) > len(after)
@@ -279,7 +304,7 @@ class Loader:
         self.after_batches = []
 
     def check_unset_markers(self) -> None:
-        consumed = sum(getattr(p, "unset_slots", 0) for p in self.plans)
+        consumed = sum(map(getattr, self.plans, repeat("unset_slots"), repeat(0)))
         if consumed != self.unset_markers:
             raise FormatError(f"the save holds {self.unset_markers} unset-slot markers, "
                               f"{self.unset_markers - consumed} of them outside a slot field")
@@ -312,9 +337,10 @@ class Loader:
     def batch_hooks(self) -> list[int]:
         """The indices of the batch objects whose class has ``__autosave_loaded__``."""
         hooks: list[int] = []
-        start = 0
-        for t, n, *_ in self.batches:
-            if self.schedules[t].has_loaded_hook:
+        start, schedules = 0, self.schedules
+        for batch in self.batches:
+            n = batch[1]
+            if schedules[batch[0]].has_loaded_hook:
                 hooks += range(start, start + n)
             start += n
         return hooks
@@ -473,6 +499,7 @@ class Loader:
 
     def finish_deferred(self, deferred: list[int], hooks: list[int]) -> None:
         """Complete the records that waited (``Deferred``)."""
+        self.pad()
         Deferred(self, deferred, hooks).run()
 
     def targets(self, rec: Record, part: slice, here: int) -> list[int]:
