@@ -498,6 +498,14 @@ class Batches:
         for cls in sorted(new, key=first.__getitem__):
             self.decide(cls, objs[first[cls]])
 
+    def clear(self) -> None:
+        """Forget everything, once the batches are written or the walk is let go. A row
+        batch's ``get`` refers to its batch (``rows.rows_of``), a cycle of its own; the
+        handlers close over these tables, which emptying them breaks."""
+        for batch in self.all:
+            batch.get = None
+        vars(self).clear()
+
     # -- the end of the walk -------------------------------------------------------------
 
     def number(self):

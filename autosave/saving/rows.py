@@ -27,8 +27,11 @@ class RowFiler:
         self.batch_row = adapter.batch_row if row_for is None else row_for(batches.walker)
         # a column's objects at once where the adapter can (the same answers as
         # batch_row's, in order)
+        # (the row function is closed over, never self: a filer referring to itself
+        # would be a cycle the collector must find after every save)
+        batch_row = self.batch_row
         self.batch_rows = getattr(adapter, "batch_rows", None) or \
-            (lambda objs: list(map(self.batch_row, objs)))
+            (lambda objs: list(map(batch_row, objs)))
         self.name = getattr(adapter, "batch_name", adapter.name)
         # rows of inline values only (arrays: their bytes may be out-of-band markers,
         # which the encoder writes): no pass over the columns for references

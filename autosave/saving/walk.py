@@ -172,7 +172,7 @@ class Walker:
         def finish() -> Any:
             if not done:
                 done.append(batches.written(first, end))
-                vars(batches).clear()       # its batch handlers close over it in turn
+                batches.clear()             # its batch handlers close over it in turn
             return done[0]
         return (*out, finish)
 
@@ -186,7 +186,7 @@ class Walker:
         self.handlers.clear()
         self.memo.clear()
         if "batches" in vars(self) and not keep_batches:
-            vars(self.batches).clear()
+            self.batches.clear()
         vars(self).clear()
         self.unset = unset       # the one fact a caller reads after the walk (copy())
 
