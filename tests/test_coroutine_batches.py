@@ -173,3 +173,19 @@ def test_a_frame_whose_local_is_built_after_the_batches_is_filled_then(late, loo
               if type(g.brain.__dict__[a]).__name__ == "Badge"]
     assert [b.guard for b in badges] == loaded
     assert autosave.dumps(loaded) == data
+
+
+@pytest.mark.parametrize("make", [lambda: [[1, 2], iter([1, 2])], lambda: [iter(range(3))]],
+                         ids=["list iterator", "range iterator"])
+def test_a_record_naming_an_iterator_batch_entry_is_refused(make):
+    """A loop iterator batch's type entry is for batches only: a record naming it (a
+    forged file) is refused, whichever step of the load reaches it first."""
+    from autosave import FormatError
+    from autosave.format.wire import encode
+    types, records, root, _, closes, batches = decode(autosave.dumps(make()))
+    assert not any(closes)
+    t = next(b[0] for b in batches if types[b[0]][0].endswith("iterator"))
+    records.insert(0, [t, 0, 1, 2])
+    root = [root[0] + 1] if type(root) is list else root
+    with pytest.raises(FormatError, match="type entry of a batch"):
+        autosave.loads(encode(types, records, root, batches))

@@ -4,6 +4,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ...errors import FormatError
+
 
 class _Lazy(dict):
     """A dispatch table that registers the adapters of an optional package (numpy,
@@ -125,3 +127,22 @@ def register_adapter(adapter: _A) -> _A:
     for callback in ON_REGISTER:
         callback()
     return adapter
+
+
+class BatchOnlyPlan:
+    """The load plan of a type entry that only batches use (coroutines' loop iterators,
+    small numpy arrays and scalars): its objects are made by ``build_batch``, and a
+    record naming the entry is refused, whichever step of the load reaches it. The
+    scheduling facts are a batch object's: made before any record, nothing filled
+    later."""
+    name: str
+    mutable, has_fill, has_loaded_hook, reads_parts, hashes = False, False, False, False, False
+    build_finished = fill_finished = None
+
+    def build(self, vals: Any) -> Any:
+        raise FormatError(f"a {self.name} record names the type entry of a batch")
+
+    allocate = build
+
+    def fill(self, obj: Any, vals: Any) -> None:
+        self.build(vals)

@@ -33,7 +33,7 @@ from ...format import kernels
 from ...checks.limits import charge
 from ...checks.loadcheck import MAX_ITERATOR_GAP
 from ..registry import REGISTRY
-from .base import Adapter, register_adapter
+from .base import Adapter, BatchOnlyPlan, register_adapter
 from .containers import flood_checked
 
 
@@ -167,26 +167,16 @@ class ListIteratorAdapter(Adapter):
         return _batch_plan(self, fields, ListIteratorBatch)
 
 
-class _IteratorBatch:
+class _IteratorBatch(BatchOnlyPlan):
     """The load plan of a batch of iterators (format 7; docs/format.md, "Batches"):
     built at the end of the batch objects' allocation from inline values and other
     batch objects, so every record finds them made. A record under its type entry is
     refused: the writer's records of the type have an entry of their own."""
-    mutable, has_fill, has_loaded_hook, reads_parts, hashes = False, False, False, False, False
-    build_finished = fill_finished = None
     ncolumns = 0
     whole = False             # final once allocated (refers to nothing filled later)
 
     def __init__(self, adapter):
         self.adapter, self.name = adapter, adapter.name
-
-    def build(self, vals):
-        raise FormatError(f"a {self.name} record names the type entry of a batch")
-
-    allocate = build
-
-    def fill(self, obj, vals):
-        self.build(vals)
 
     def columns(self, filler, batch, n, inline):
         """The batch's columns' values, each of n, all ints where ``inline`` says so."""

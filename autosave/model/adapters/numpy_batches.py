@@ -20,6 +20,7 @@ from ...format import kernels
 from ...format.buffers import BufferRef
 from ...format.wire import COLUMN_INLINE
 from . import numpy as base
+from .base import BatchOnlyPlan
 
 _INTS, _DATA = {int}, {bytes, BufferRef}
 _NDIMS = {str(k): k for k in range(base.MAX_DIMS + 1)}
@@ -99,13 +100,11 @@ def _names(dtype: Any) -> Any:
 _INTERNED: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
-class ArrayBatch:
+class ArrayBatch(BatchOnlyPlan):
     """The load plan of a type entry ``numpy.ndarray`` with fields ``[descr, ndim]``:
     only batches use one (a record under it is a FormatError). Built whole as the batch
     objects are allocated: inline values only."""
     name = "numpy.ndarray"
-    mutable, has_fill, has_loaded_hook, reads_parts, hashes = False, False, False, False, False
-    build_finished = fill_finished = None
     whole = True
 
     def __init__(self, fields: Any):
@@ -124,14 +123,6 @@ class ArrayBatch:
                               f"dtype of items of at least one byte")
         self.dtype, self.ndim = dtype, _NDIMS[fields[1]]
         self.ncolumns = 2 + self.ndim
-
-    def build(self, vals: Any) -> Any:
-        raise FormatError("a numpy.ndarray record names the type entry of a batch")
-
-    allocate = build
-
-    def fill(self, obj: Any, vals: Any) -> None:
-        self.build(vals)
 
     def build_batch(self, filler: Any, objs: list[Any], start: int, n: int,
                     batch: list[Any]) -> None:
@@ -223,13 +214,11 @@ def _array(dtype: Any, flags: int, data: Any, shape: tuple[int, ...]) -> Any:
 ROWS = ArrayBatchRows()
 
 
-class ScalarBatch:
+class ScalarBatch(BatchOnlyPlan):
     """The load plan of a type entry ``numpy.scalar`` with fields ``[descr]``: each
     object of its batches is built as its record ``[t, dtype, value]`` would be, a
     column of bools, ints or floats as one array whose items are taken."""
     name = "numpy.scalar"
-    mutable, has_fill, has_loaded_hook, reads_parts, hashes = False, False, False, False, False
-    build_finished = fill_finished = None
     whole, ncolumns = True, 1
 
     def __init__(self, fields: Any):
@@ -239,14 +228,6 @@ class ScalarBatch:
         kind = self.dtype.kind
         self.items = set(base._ITEM_TYPES[kind]) if kind in "biuf" \
             and self.dtype.itemsize <= 8 else None
-
-    def build(self, vals: Any) -> Any:
-        raise FormatError("a numpy.scalar record names the type entry of a batch")
-
-    allocate = build
-
-    def fill(self, obj: Any, vals: Any) -> None:
-        self.build(vals)
 
     def build_batch(self, filler: Any, objs: list[Any], start: int, n: int,
                     batch: list[Any]) -> None:
